@@ -1,0 +1,54 @@
+package domain
+
+import (
+	"slices"
+	"strings"
+)
+
+// Resort is reference data: a ski resort and the seasons it has registered.
+// Rides are accepted only for a registered (resort, season) pair.
+type Resort struct {
+	ID      int32
+	Name    string
+	Seasons []string // ascending, no duplicates
+}
+
+// NewResort validates a resort and normalises its seasons (sorted, unique).
+func NewResort(id int32, name string, seasons ...string) (Resort, error) {
+	if err := ValidateResortID(id); err != nil {
+		return Resort{}, err
+	}
+	if strings.TrimSpace(name) == "" {
+		return Resort{}, Invalid("resort %d needs a name", id)
+	}
+	r := Resort{ID: id, Name: name}
+	for _, s := range seasons {
+		if err := ValidateSeasonID(s); err != nil {
+			return Resort{}, err
+		}
+		r = r.WithSeason(s)
+	}
+	return r, nil
+}
+
+// HasSeason reports whether the season is registered for the resort.
+func (r Resort) HasSeason(season string) bool {
+	_, found := slices.BinarySearch(r.Seasons, season)
+	return found
+}
+
+// WithSeason returns a copy of r with the season registered; r is unchanged.
+func (r Resort) WithSeason(season string) Resort {
+	i, found := slices.BinarySearch(r.Seasons, season)
+	if found {
+		return r
+	}
+	r.Seasons = slices.Insert(slices.Clone(r.Seasons), i, season)
+	return r
+}
+
+// SeasonVertical is a skier's total vertical in one season.
+type SeasonVertical struct {
+	SeasonID  string
+	TotalVert int
+}

@@ -1,0 +1,51 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// Publisher hands an accepted ride to the queue.
+//
+// Publish returns nil only once the queue has taken responsibility for the
+// ride (for a broker: after its publisher confirm); from then on the ride
+// must reach the store even if this process dies. When the queue cannot take
+// it (full, unreachable) Publish returns an error wrapping
+// domain.ErrUnavailable and nothing was accepted.
+type Publisher interface {
+	Publish(ctx context.Context, ride domain.LiftRide) error
+}
+
+// Delivery is one ride taken off the queue, not yet acknowledged.
+// Tag and Lane are the adapter's own bookkeeping (a delivery tag and which
+// channel or shard it came from); the core only passes them back.
+type Delivery struct {
+	Ride domain.LiftRide
+	Tag  uint64
+	Lane uint32
+}
+
+// Subscriber gives the persister the rides on the queue, at least once.
+//
+// Contract (test/queuetest checks every adapter against it):
+//   - Every published ride is delivered until it is acknowledged.
+//   - Ack is called only after the rides are stored; Nack hands them back
+//     to be delivered again (to this or another consumer).
+//   - Close stops new deliveries; the channel from Deliveries is closed once
+//     everything already handed out has been acknowledged or handed back,
+//     and, for a queue that lives in this process, once it is empty.
+type Subscriber interface {
+	Deliveries(ctx context.Context) (<-chan Delivery, error)
+	Ack(ctx context.Context, batch []Delivery) error
+	Nack(ctx context.Context, batch []Delivery) error
+	Close() error
+}
+
+// QueueStats reports how much work is waiting, for readiness, admission
+// control and the load client's "drained" check.
+type QueueStats interface {
+	// Depth is the number of rides published but not yet acknowledged
+	// (ready plus in flight), as far as the queue can tell.
+	Depth(ctx context.Context) (int64, error)
+}

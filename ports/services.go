@@ -1,0 +1,83 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// RideIngester takes a ride posted to the API. It returns nil once the queue
+// holds the ride; an unknown resort or season is domain.ErrNotFound and the
+// ride never reaches the queue.
+type RideIngester interface {
+	AddRide(ctx context.Context, ride domain.LiftRide) error
+}
+
+// ResortDaySkiers answers getResortSkiersDay.
+type ResortDaySkiers struct {
+	ResortName string
+	NumSkiers  int
+}
+
+// SkierSeasonDays answers "which days did the skier ski this season".
+type SkierSeasonDays struct {
+	SkierID  int32
+	SeasonID string
+	DayIDs   []int
+}
+
+// SkierDay answers "what did the skier ride that day".
+type SkierDay struct {
+	SkierID   int32
+	SeasonID  string
+	DayID     int
+	TotalVert int
+	Rides     []domain.LiftRide
+}
+
+// RideQueries answers the read side of the API. Nothing to report is
+// domain.ErrNotFound with a message saying what was looked for.
+type RideQueries interface {
+	ResortDaySkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (ResortDaySkiers, error)
+	SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error)
+	// SkierResortTotals sums the skier's vertical over the given resorts per
+	// season, keeping only the given seasons when any are given.
+	SkierResortTotals(ctx context.Context, skierID int32, resortIDs []int32, seasonIDs []string) ([]domain.SeasonVertical, error)
+	SkierSeasonDays(ctx context.Context, skierID int32, seasonID string) (SkierSeasonDays, error)
+	SkierDay(ctx context.Context, skierID int32, seasonID string, dayID int) (SkierDay, error)
+}
+
+// Resorts serves the reference data.
+type Resorts interface {
+	List(ctx context.Context) ([]domain.Resort, error)
+	Seasons(ctx context.Context, resortID int32) ([]string, error)
+	AddSeason(ctx context.Context, resortID int32, seasonID string) error
+}
+
+// EndpointStat is the latency summary of one route and method.
+type EndpointStat struct {
+	URL       string // the route template, e.g. /resorts/{resortID}/seasons
+	Operation string // the HTTP method
+	Count     int64
+	Mean      time.Duration
+	Max       time.Duration
+}
+
+// EndpointStats records request latencies per route and reports them.
+type EndpointStats interface {
+	Observe(route, method string, status int, d time.Duration)
+	Snapshot() []EndpointStat
+}
+
+// Readiness is what /readyz reports.
+type Readiness struct {
+	Ready      bool
+	QueueDepth int64
+	Checks     map[string]string // dependency -> "ok" or the reason it is not
+}
+
+// Health tells whether the service can do its work now.
+type Health interface {
+	Ready(ctx context.Context) Readiness
+}
