@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+type resortDay struct {
+	resort int32
+	season string
+	day    int
+}
+
+type skierDay struct {
+	skier  int32
+	season string
+	day    int
+}
+
+type skierSeason struct {
+	skier  int32
+	season string
+}
+
+type skierResort struct {
+	skier  int32
+	resort int32
+}
+
+// RideStore keeps rides in maps, with one index per query so that every read
+// is a map lookup rather than a scan. One lock guards them all: writes come
+// in batches, so the lock is taken a few hundred times a second at most.
+type RideStore struct {
+	mu       sync.RWMutex
+	seen     map[domain.LiftRide]struct{}
+	skiers   map[resortDay]map[int32]struct{}
+	dayRides map[skierDay][]domain.LiftRide
+	days     map[skierSeason]map[int]struct{}
+	seasons  map[skierResort]map[string]int
+}
+
+var _ ports.RideStore = (*RideStore)(nil)
+
+// NewRideStore returns an empty store.
+func NewRideStore() *RideStore {
+	return &RideStore{
+		seen:     map[domain.LiftRide]struct{}{},
+		skiers:   map[resortDay]map[int32]struct{}{},
+		dayRides: map[skierDay][]domain.LiftRide{},
+		days:     map[skierSeason]map[int]struct{}{},
+		seasons:  map[skierResort]map[string]int{},
+	}
+}
+
+// AddRides stores the rides not already stored.
+func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rides {
+		if _, dup := s.seen[r]; dup {
+			continue
+		}
+		s.seen[r] = struct{}{}
+		rd := resortDay{r.ResortID, r.SeasonID, r.DayID}
+		if s.skiers[rd] == nil {
+			s.skiers[rd] = map[int32]struct{}{}
+		}
+		s.skiers[rd][r.SkierID] = struct{}{}
+		sd := skierDay{r.SkierID, r.SeasonID, r.DayID}
+		s.dayRides[sd] = append(s.dayRides[sd], r)
+		ss := skierSeason{r.SkierID, r.SeasonID}
+		if s.days[ss] == nil {
+			s.days[ss] = map[int]struct{}{}
+		}
+		s.days[ss][r.DayID] = struct{}{}
+		sr := skierResort{r.SkierID, r.ResortID}
+		if s.seasons[sr] == nil {
+			s.seasons[sr] = map[string]int{}
+		}
+		s.seasons[sr][r.SeasonID] += r.Vertical()
+	}
+	return nil
+}
+
+// UniqueSkiers implements ports.RideStore.
+func (s *RideStore) UniqueSkiers(_ context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.skiers[resortDay{resortID, seasonID, dayID}]), nil
+}
+
+// SkierDayVertical implements ports.RideStore.
+func (s *RideStore) SkierDayVertical(_ context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	total := 0
+	for _, r := range s.dayRides[skierDay{skierID, seasonID, dayID}] {
+		if r.ResortID == resortID {
+			total += r.Vertical()
+		}
+	}
+	return total, nil
+}
+
+// SkierSeasonVerticals implements ports.RideStore.
+func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []domain.SeasonVertical
+	for season, v := range s.seasons[skierResort{skierID, resortID}] {
+		out = append(out, domain.SeasonVertical{SeasonID: season, TotalVert: v})
+	}
+	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	return out, nil
+}
+
+// SkierDays implements ports.RideStore.
+func (s *RideStore) SkierDays(_ context.Context, skierID int32, seasonID string) ([]int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []int
+	for d := range s.days[skierSeason{skierID, seasonID}] {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// SkierDayRides implements ports.RideStore.
+func (s *RideStore) SkierDayRides(_ context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	s.mu.RLock()
+	out := slices.Clone(s.dayRides[skierDay{skierID, seasonID, dayID}])
+	s.mu.RUnlock()
+	slices.SortFunc(out, CompareRidesInDay)
+	return out, nil
+}
+
+// CompareRidesInDay orders a skier's rides of one day: by time, then resort,
+// then lift (the order ports.RideStore.SkierDayRides promises).
+func CompareRidesInDay(a, b domain.LiftRide) int {
+	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ResortID, b.ResortID), cmp.Compare(a.LiftID, b.LiftID))
+}

@@ -1,0 +1,431 @@
+// Package storetest is the contract suite for ports.RideStore and
+// ports.ResortStore. Every store adapter's tests call Run (and RunResorts)
+// with a factory; a store is done when the suite passes.
+//
+// Each case gets a fresh store from the factory and runs in parallel with the
+// others, so the factory must isolate its data (a unique schema, table prefix
+// or database per call).
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// NewRideStore returns a fresh, empty store whose data no other call sees.
+// It registers its own cleanup with t.Cleanup.
+type NewRideStore func(t *testing.T) ports.RideStore
+
+// NewResortStore is the same for reference data.
+type NewResortStore func(t *testing.T) ports.ResortStore
+
+// Options tunes the suite for slow backends.
+type Options struct {
+	// Rides is how many rides the bulk and concurrency cases write; 0 means 5000.
+	Rides int
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func ride(t *testing.T, resort int32, season string, day int, skier, tm, lift int32) domain.LiftRide {
+	t.Helper()
+	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
+	if err != nil {
+		t.Fatalf("bad fixture ride: %v", err)
+	}
+	return r
+}
+
+func add(t *testing.T, s ports.RideStore, rides ...domain.LiftRide) {
+	t.Helper()
+	if err := s.AddRides(ctx(t), rides); err != nil {
+		t.Fatalf("AddRides(%d rides): %v", len(rides), err)
+	}
+}
+
+// Run runs every RideStore case against stores made by newStore.
+func Run(t *testing.T, newStore NewRideStore, opts Options) {
+	if opts.Rides == 0 {
+		opts.Rides = 5000
+	}
+	cases := []struct {
+		name string
+		fn   func(*testing.T, ports.RideStore)
+	}{
+		{"EmptyStoreAnswersZero", testEmpty},
+		{"AddRidesEmptyBatch", testEmptyBatch},
+		{"SkierDayVerticalSumsOneResortOneDay", testSkierDayVertical},
+		{"UniqueSkiersCountsDistinctSkiers", testUniqueSkiers},
+		{"SkierSeasonVerticalsPerSeasonAscending", testSeasonVerticals},
+		{"SkierDaysAcrossResorts", testSkierDays},
+		{"SkierDayRidesSortedByTime", testSkierDayRides},
+		{"DuplicateWithinBatchCountsOnce", testDuplicateInBatch},
+		{"BatchWrittenTwiceCountsOnce", testBatchTwice},
+		{"SameTimeDifferentLiftAreTwoRides", testSameTimeDifferentLift},
+		{"BulkLoadMatchesModel", func(t *testing.T, s ports.RideStore) { testBulk(t, s, opts.Rides) }},
+		{"ConcurrentOverlappingWritersCountOnce", func(t *testing.T, s ports.RideStore) { testConcurrent(t, s, opts.Rides) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, newStore(t))
+		})
+	}
+}
+
+func testEmpty(t *testing.T, s ports.RideStore) {
+	c := ctx(t)
+	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 0 {
+		t.Errorf("UniqueSkiers on empty store = %d, %v; want 0, nil", n, err)
+	}
+	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 7); err != nil || v != 0 {
+		t.Errorf("SkierDayVertical on empty store = %d, %v; want 0, nil", v, err)
+	}
+	if sv, err := s.SkierSeasonVerticals(c, 7, 1); err != nil || len(sv) != 0 {
+		t.Errorf("SkierSeasonVerticals on empty store = %v, %v; want none", sv, err)
+	}
+	if d, err := s.SkierDays(c, 7, "2024"); err != nil || len(d) != 0 {
+		t.Errorf("SkierDays on empty store = %v, %v; want none", d, err)
+	}
+	if r, err := s.SkierDayRides(c, 7, "2024", 1); err != nil || len(r) != 0 {
+		t.Errorf("SkierDayRides on empty store = %v, %v; want none", r, err)
+	}
+}
+
+func testEmptyBatch(t *testing.T, s ports.RideStore) {
+	add(t, s)
+	if n, err := s.UniqueSkiers(ctx(t), 1, "2024", 1); err != nil || n != 0 {
+		t.Errorf("after an empty batch UniqueSkiers = %d, %v; want 0", n, err)
+	}
+}
+
+func testSkierDayVertical(t *testing.T, s ports.RideStore) {
+	add(t, s,
+		ride(t, 1, "2024", 5, 42, 10, 3),  // 30
+		ride(t, 1, "2024", 5, 42, 20, 12), // 120
+		ride(t, 1, "2024", 6, 42, 20, 12), // other day
+		ride(t, 2, "2024", 5, 42, 30, 40), // other resort
+		ride(t, 1, "2025", 5, 42, 30, 40), // other season
+		ride(t, 1, "2024", 5, 43, 30, 40), // other skier
+	)
+	c := ctx(t)
+	if v, err := s.SkierDayVertical(c, 1, "2024", 5, 42); err != nil || v != 150 {
+		t.Errorf("SkierDayVertical(resort 1, 2024, day 5, skier 42) = %d, %v; want 150", v, err)
+	}
+	if v, err := s.SkierDayVertical(c, 2, "2024", 5, 42); err != nil || v != 400 {
+		t.Errorf("SkierDayVertical(resort 2, ...) = %d, %v; want 400", v, err)
+	}
+	if v, err := s.SkierDayVertical(c, 1, "2024", 7, 42); err != nil || v != 0 {
+		t.Errorf("SkierDayVertical for a day with no rides = %d, %v; want 0", v, err)
+	}
+}
+
+func testUniqueSkiers(t *testing.T, s ports.RideStore) {
+	add(t, s,
+		ride(t, 3, "2024", 1, 1, 1, 1),
+		ride(t, 3, "2024", 1, 1, 2, 2), // same skier again
+		ride(t, 3, "2024", 1, 2, 1, 1),
+		ride(t, 3, "2024", 1, 3, 9, 5),
+		ride(t, 3, "2024", 2, 4, 1, 1), // other day
+		ride(t, 4, "2024", 1, 5, 1, 1), // other resort
+		ride(t, 3, "2025", 1, 6, 1, 1), // other season
+	)
+	c := ctx(t)
+	if n, err := s.UniqueSkiers(c, 3, "2024", 1); err != nil || n != 3 {
+		t.Errorf("UniqueSkiers(3, 2024, 1) = %d, %v; want 3", n, err)
+	}
+	if n, err := s.UniqueSkiers(c, 3, "2024", 2); err != nil || n != 1 {
+		t.Errorf("UniqueSkiers(3, 2024, 2) = %d, %v; want 1", n, err)
+	}
+	if n, err := s.UniqueSkiers(c, 3, "2024", 3); err != nil || n != 0 {
+		t.Errorf("UniqueSkiers(3, 2024, 3) = %d, %v; want 0", n, err)
+	}
+}
+
+func testSeasonVerticals(t *testing.T, s ports.RideStore) {
+	add(t, s,
+		ride(t, 1, "2025", 1, 9, 1, 2),  // 20
+		ride(t, 1, "2025", 2, 9, 1, 3),  // 30
+		ride(t, 1, "2023", 1, 9, 1, 1),  // 10
+		ride(t, 1, "2024", 9, 9, 5, 10), // 100
+		ride(t, 2, "2024", 9, 9, 6, 10), // other resort
+		ride(t, 1, "2024", 9, 8, 6, 10), // other skier
+	)
+	got, err := s.SkierSeasonVerticals(ctx(t), 9, 1)
+	if err != nil {
+		t.Fatalf("SkierSeasonVerticals: %v", err)
+	}
+	want := []domain.SeasonVertical{{SeasonID: "2023", TotalVert: 10}, {SeasonID: "2024", TotalVert: 100}, {SeasonID: "2025", TotalVert: 50}}
+	if !slices.Equal(got, want) {
+		t.Errorf("SkierSeasonVerticals(9, 1) = %v; want %v", got, want)
+	}
+}
+
+func testSkierDays(t *testing.T, s ports.RideStore) {
+	add(t, s,
+		ride(t, 1, "2024", 30, 11, 1, 1),
+		ride(t, 2, "2024", 3, 11, 1, 1),
+		ride(t, 1, "2024", 3, 11, 2, 1),
+		ride(t, 1, "2024", 366, 11, 2, 1),
+		ride(t, 1, "2025", 4, 11, 2, 1), // other season
+		ride(t, 1, "2024", 5, 12, 2, 1), // other skier
+	)
+	got, err := s.SkierDays(ctx(t), 11, "2024")
+	if err != nil {
+		t.Fatalf("SkierDays: %v", err)
+	}
+	if want := []int{3, 30, 366}; !slices.Equal(got, want) {
+		t.Errorf("SkierDays(11, 2024) = %v; want %v", got, want)
+	}
+}
+
+func testSkierDayRides(t *testing.T, s ports.RideStore) {
+	want := []domain.LiftRide{
+		ride(t, 2, "2024", 7, 21, 0, 4),
+		ride(t, 1, "2024", 7, 21, 15, 9),
+		ride(t, 1, "2024", 7, 21, 15, 30),
+		ride(t, 2, "2024", 7, 21, 15, 1),
+		ride(t, 1, "2024", 7, 21, 360, 2),
+	}
+	// Written out of order, with rides of other days and skiers mixed in.
+	add(t, s, want[4], ride(t, 1, "2024", 8, 21, 1, 1), want[2], want[0])
+	add(t, s, want[3], ride(t, 1, "2024", 7, 22, 1, 1), want[1])
+	got, err := s.SkierDayRides(ctx(t), 21, "2024", 7)
+	if err != nil {
+		t.Fatalf("SkierDayRides: %v", err)
+	}
+	// Ordered by time, then resort, then lift.
+	sorted := []domain.LiftRide{want[0], want[1], want[2], want[3], want[4]}
+	if !slices.Equal(got, sorted) {
+		t.Errorf("SkierDayRides(21, 2024, 7) =\n %v\nwant\n %v", got, sorted)
+	}
+}
+
+func testDuplicateInBatch(t *testing.T, s ports.RideStore) {
+	r := ride(t, 1, "2024", 1, 5, 10, 7)
+	add(t, s, r, r, r)
+	c := ctx(t)
+	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 5); err != nil || v != 70 {
+		t.Errorf("vertical after one ride written three times in a batch = %d, %v; want 70", v, err)
+	}
+	if rides, err := s.SkierDayRides(c, 5, "2024", 1); err != nil || len(rides) != 1 {
+		t.Errorf("rides after one ride written three times = %v, %v; want one", rides, err)
+	}
+}
+
+func testBatchTwice(t *testing.T, s ports.RideStore) {
+	batch := []domain.LiftRide{ride(t, 1, "2024", 1, 5, 10, 7), ride(t, 1, "2024", 1, 6, 11, 8)}
+	add(t, s, batch...)
+	add(t, s, batch...)
+	add(t, s, batch[1])
+	c := ctx(t)
+	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 2 {
+		t.Errorf("UniqueSkiers after a redelivered batch = %d, %v; want 2", n, err)
+	}
+	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 6); err != nil || v != 80 {
+		t.Errorf("vertical after a redelivered batch = %d, %v; want 80", v, err)
+	}
+	if sv, err := s.SkierSeasonVerticals(c, 6, 1); err != nil || !slices.Equal(sv, []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
+		t.Errorf("season totals after a redelivered batch = %v, %v; want [{2024 80}]", sv, err)
+	}
+}
+
+func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
+	add(t, s, ride(t, 1, "2024", 1, 5, 10, 7), ride(t, 1, "2024", 1, 5, 10, 8))
+	if v, err := s.SkierDayVertical(ctx(t), 1, "2024", 1, 5); err != nil || v != 150 {
+		t.Errorf("two rides at the same time on different lifts: vertical = %d, %v; want 150", v, err)
+	}
+}
+
+// model is the reference answer: a plain in-test computation over the rides.
+type model struct {
+	rides   map[domain.LiftRide]bool
+	skiers  map[[3]string]map[int32]bool // resort, season, day
+	dayVert map[string]int
+}
+
+func newModel(rides []domain.LiftRide) model {
+	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[int32]bool{}, dayVert: map[string]int{}}
+	for _, r := range rides {
+		if m.rides[r] {
+			continue
+		}
+		m.rides[r] = true
+		k := [3]string{fmt.Sprint(r.ResortID), r.SeasonID, fmt.Sprint(r.DayID)}
+		if m.skiers[k] == nil {
+			m.skiers[k] = map[int32]bool{}
+		}
+		m.skiers[k][r.SkierID] = true
+		m.dayVert[fmt.Sprint(r.ResortID, r.SeasonID, r.DayID, r.SkierID)] += r.Vertical()
+	}
+	return m
+}
+
+// randomRides makes n rides over a small key space, so that skiers repeat and
+// some rides are exact duplicates.
+func randomRides(t *testing.T, seed uint64, n int) []domain.LiftRide {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]domain.LiftRide, n)
+	for i := range out {
+		out[i] = ride(t, 1+rng.Int32N(3), "2024", 1+rng.IntN(2), 1+rng.Int32N(int32(n/4+1)), rng.Int32N(60), 1+rng.Int32N(5))
+	}
+	return out
+}
+
+func checkModel(t *testing.T, s ports.RideStore, m model, rides []domain.LiftRide) {
+	t.Helper()
+	c := ctx(t)
+	for k, skiers := range m.skiers {
+		var resort int32
+		var day int
+		fmt.Sscan(k[0], &resort)
+		fmt.Sscan(k[2], &day)
+		n, err := s.UniqueSkiers(c, resort, k[1], day)
+		if err != nil || n != len(skiers) {
+			t.Errorf("UniqueSkiers(%d, %s, %d) = %d, %v; want %d", resort, k[1], day, n, err, len(skiers))
+		}
+	}
+	// Every 25th ride's skier-day vertical: enough to catch double counting.
+	for i := 0; i < len(rides); i += 25 {
+		r := rides[i]
+		want := m.dayVert[fmt.Sprint(r.ResortID, r.SeasonID, r.DayID, r.SkierID)]
+		v, err := s.SkierDayVertical(c, r.ResortID, r.SeasonID, r.DayID, r.SkierID)
+		if err != nil || v != want {
+			t.Errorf("SkierDayVertical(%d, %s, %d, %d) = %d, %v; want %d", r.ResortID, r.SeasonID, r.DayID, r.SkierID, v, err, want)
+		}
+	}
+}
+
+func testBulk(t *testing.T, s ports.RideStore, n int) {
+	rides := randomRides(t, 1, n)
+	for i := 0; i < len(rides); i += 500 {
+		add(t, s, rides[i:min(i+500, len(rides))]...)
+	}
+	checkModel(t, s, newModel(rides), rides)
+}
+
+func testConcurrent(t *testing.T, s ports.RideStore, n int) {
+	rides := randomRides(t, 2, n)
+	// Four writers each write every ride (in their own order and batch
+	// size): the store must end up as if each ride was written once.
+	const writers = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		mine := slices.Clone(rides)
+		rand.New(rand.NewPCG(uint64(w), 1)).Shuffle(len(mine), func(i, j int) { mine[i], mine[j] = mine[j], mine[i] })
+		size := 100 + 150*w
+		wg.Go(func() {
+			for i := 0; i < len(mine); i += size {
+				if err := s.AddRides(ctx(t), mine[i:min(i+size, len(mine))]); err != nil {
+					errs <- fmt.Errorf("writer %d: %w", w, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkModel(t, s, newModel(rides), rides)
+}
+
+// RunResorts runs every ResortStore case against stores made by newStore.
+func RunResorts(t *testing.T, newStore NewResortStore) {
+	cases := []struct {
+		name string
+		fn   func(*testing.T, ports.ResortStore)
+	}{
+		{"EmptyHasNoResorts", func(t *testing.T, s ports.ResortStore) {
+			rs, err := s.Resorts(ctx(t))
+			if err != nil || len(rs) != 0 {
+				t.Errorf("Resorts on empty store = %v, %v; want none", rs, err)
+			}
+		}},
+		{"PutAndListAscending", testPutResorts},
+		{"AddSeasonIdempotent", testAddSeason},
+		{"AddSeasonUnknownResortIsNotFound", func(t *testing.T, s ports.ResortStore) {
+			err := s.AddSeason(ctx(t), 99, "2024")
+			if !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("AddSeason on unknown resort = %v; want ErrNotFound", err)
+			}
+		}},
+		{"PutResortKeepsExistingSeasons", func(t *testing.T, s ports.ResortStore) {
+			c := ctx(t)
+			put(t, s, 1, "Old Name", "2023")
+			if err := s.AddSeason(c, 1, "2024"); err != nil {
+				t.Fatal(err)
+			}
+			put(t, s, 1, "New Name", "2025")
+			rs, err := s.Resorts(c)
+			if err != nil || len(rs) != 1 || rs[0].Name != "New Name" || !slices.Equal(rs[0].Seasons, []string{"2023", "2024", "2025"}) {
+				t.Errorf("after re-putting a resort: %+v, %v; want New Name with 2023, 2024, 2025", rs, err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, newStore(t))
+		})
+	}
+}
+
+func put(t *testing.T, s ports.ResortStore, id int32, name string, seasons ...string) {
+	t.Helper()
+	r, err := domain.NewResort(id, name, seasons...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutResort(ctx(t), r); err != nil {
+		t.Fatalf("PutResort(%d): %v", id, err)
+	}
+}
+
+func testPutResorts(t *testing.T, s ports.ResortStore) {
+	put(t, s, 3, "Three", "2025", "2024")
+	put(t, s, 1, "One")
+	put(t, s, 2, "Two", "2024")
+	rs, err := s.Resorts(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || rs[0].ID != 1 || rs[1].ID != 2 || rs[2].ID != 3 {
+		t.Fatalf("Resorts = %+v; want ids 1, 2, 3", rs)
+	}
+	if rs[2].Name != "Three" || !slices.Equal(rs[2].Seasons, []string{"2024", "2025"}) {
+		t.Errorf("resort 3 = %+v; want Three with seasons 2024, 2025", rs[2])
+	}
+	if len(rs[0].Seasons) != 0 {
+		t.Errorf("resort 1 seasons = %v; want none", rs[0].Seasons)
+	}
+}
+
+func testAddSeason(t *testing.T, s ports.ResortStore) {
+	put(t, s, 1, "One", "2024")
+	c := ctx(t)
+	for range 2 {
+		if err := s.AddSeason(c, 1, "2026"); err != nil {
+			t.Fatalf("AddSeason: %v", err)
+		}
+	}
+	rs, err := s.Resorts(c)
+	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Seasons, []string{"2024", "2026"}) {
+		t.Errorf("after adding 2026 twice: %+v, %v; want seasons 2024, 2026", rs, err)
+	}
+}
