@@ -1,0 +1,3 @@
+package httpapi
+
+//go:generate go tool oapi-codegen -config oapi-codegen.yaml -o api.gen.go ../../openapi.yaml

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// Handlers implements StrictServerInterface on top of the core's services.
+type Handlers struct {
+	Ingest  ports.RideIngester
+	Queries ports.RideQueries
+	Resorts ports.Resorts
+	Stats   ports.EndpointStats
+	Health  ports.Health
+}
+
+var _ StrictServerInterface = (*Handlers)(nil)
+
+// WriteNewLiftRide validates the ride and hands it to the ingest service.
+func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideRequestObject) (WriteNewLiftRideResponseObject, error) {
+	day, err := domain.ParseDayID(req.DayID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil || req.Body.Time == nil {
+		return nil, domain.Invalid(`time is required: send a body like {"time":217,"liftID":21}`)
+	}
+	if req.Body.LiftID == nil {
+		return nil, domain.Invalid(`liftID is required: send a body like {"time":217,"liftID":21}`)
+	}
+	ride, err := domain.NewLiftRide(req.ResortID, req.SeasonID, day, req.SkierID, *req.Body.Time, *req.Body.LiftID)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Ingest.AddRide(ctx, ride); err != nil {
+		return nil, err
+	}
+	return WriteNewLiftRide201Response{}, nil
+}
+
+// GetSkierDayVertical answers with a bare integer.
+func (h *Handlers) GetSkierDayVertical(ctx context.Context, req GetSkierDayVerticalRequestObject) (GetSkierDayVerticalResponseObject, error) {
+	day, err := domain.ParseDayID(req.DayID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.Queries.SkierDayVertical(ctx, req.ResortID, req.SeasonID, day, req.SkierID)
+	if err != nil {
+		return nil, err
+	}
+	return GetSkierDayVertical200JSONResponse(int32(v)), nil
+}
+
+// GetSkierResortTotals reads the repeated resort and season query parameters.
+func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortTotalsRequestObject) (GetSkierResortTotalsResponseObject, error) {
+	if len(req.Params.Resort) == 0 {
+		return nil, domain.Invalid("query parameter resort is required, e.g. ?resort=1")
+	}
+	resorts := make([]int32, 0, len(req.Params.Resort))
+	for _, s := range req.Params.Resort {
+		id, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return nil, domain.Invalid("resort must be a resort id (a positive integer), got %q", s)
+		}
+		resorts = append(resorts, int32(id))
+	}
+	var seasons []string
+	if req.Params.Season != nil {
+		seasons = *req.Params.Season
+	}
+	totals, err := h.Queries.SkierResortTotals(ctx, req.SkierID, resorts, seasons)
+	if err != nil {
+		return nil, err
+	}
+	out := SkierVertical{Resorts: make([]SeasonVertical, len(totals))}
+	for i, t := range totals {
+		out.Resorts[i] = SeasonVertical{SeasonID: t.SeasonID, TotalVert: int32(t.TotalVert)}
+	}
+	return GetSkierResortTotals200JSONResponse(out), nil
+}
+
+// GetSkierSeasonDays lists the days a skier skied in a season.
+func (h *Handlers) GetSkierSeasonDays(ctx context.Context, req GetSkierSeasonDaysRequestObject) (GetSkierSeasonDaysResponseObject, error) {
+	days, err := h.Queries.SkierSeasonDays(ctx, req.SkierID, req.SeasonID)
+	if err != nil {
+		return nil, err
+	}
+	out := SkierSeasonDays{SkierID: days.SkierID, SeasonID: days.SeasonID, DaysSkied: len(days.DayIDs), DayIDs: make([]string, len(days.DayIDs))}
+	for i, d := range days.DayIDs {
+		out.DayIDs[i] = domain.FormatDayID(d)
+	}
+	return GetSkierSeasonDays200JSONResponse(out), nil
+}
+
+// GetSkierDayRides lists a skier's rides of one day.
+func (h *Handlers) GetSkierDayRides(ctx context.Context, req GetSkierDayRidesRequestObject) (GetSkierDayRidesResponseObject, error) {
+	day, err := domain.ParseDayID(req.DayID)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := h.Queries.SkierDay(ctx, req.SkierID, req.SeasonID, day)
+	if err != nil {
+		return nil, err
+	}
+	out := SkierDayRides{SkierID: sd.SkierID, SeasonID: sd.SeasonID, DayID: domain.FormatDayID(sd.DayID), TotalVert: sd.TotalVert, Rides: make([]RideOfDay, len(sd.Rides))}
+	for i, r := range sd.Rides {
+		out.Rides[i] = RideOfDay{Time: r.Time, LiftID: r.LiftID, ResortID: r.ResortID, Vertical: r.Vertical()}
+	}
+	return GetSkierDayRides200JSONResponse(out), nil
+}
+
+// GetResorts lists the resorts.
+func (h *Handlers) GetResorts(ctx context.Context, _ GetResortsRequestObject) (GetResortsResponseObject, error) {
+	rs, err := h.Resorts.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := ResortsList{Resorts: make([]ResortEntry, len(rs))}
+	for i, r := range rs {
+		out.Resorts[i] = ResortEntry{ResortID: r.ID, ResortName: r.Name}
+	}
+	return GetResorts200JSONResponse(out), nil
+}
+
+// GetResortSeasons lists a resort's seasons.
+func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsRequestObject) (GetResortSeasonsResponseObject, error) {
+	if err := domain.ValidateResortID(req.ResortID); err != nil {
+		return nil, err
+	}
+	seasons, err := h.Resorts.Seasons(ctx, req.ResortID)
+	if err != nil {
+		return nil, err
+	}
+	return GetResortSeasons200JSONResponse(SeasonsList{Seasons: seasons}), nil
+}
+
+// AddSeason registers a season for a resort.
+func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (AddSeasonResponseObject, error) {
+	if err := domain.ValidateResortID(req.ResortID); err != nil {
+		return nil, err
+	}
+	if req.Body == nil || req.Body.Year == nil {
+		return nil, domain.Invalid(`year is required: send a body like {"year":"2026"}`)
+	}
+	if err := domain.ValidateSeasonID(*req.Body.Year); err != nil {
+		return nil, err
+	}
+	if err := h.Resorts.AddSeason(ctx, req.ResortID, *req.Body.Year); err != nil {
+		return nil, err
+	}
+	return AddSeason201Response{}, nil
+}
+
+// GetResortSkiersDay counts a resort's unique skiers on a day.
+func (h *Handlers) GetResortSkiersDay(ctx context.Context, req GetResortSkiersDayRequestObject) (GetResortSkiersDayResponseObject, error) {
+	if err := domain.ValidateResortID(req.ResortID); err != nil {
+		return nil, err
+	}
+	season, err := domain.SeasonFromInt(req.SeasonID)
+	if err != nil {
+		return nil, err
+	}
+	if err := domain.ValidateDayID(int(req.DayID)); err != nil {
+		return nil, err
+	}
+	n, err := h.Queries.ResortDaySkiers(ctx, req.ResortID, season, int(req.DayID))
+	if err != nil {
+		return nil, err
+	}
+	return GetResortSkiersDay200JSONResponse(ResortSkiers{Time: n.ResortName, NumSkiers: int32(n.NumSkiers)}), nil
+}
+
+// GetPerformanceStats reports mean and max latency per route and method, in
+// whole milliseconds as the course's clients expect.
+func (h *Handlers) GetPerformanceStats(context.Context, GetPerformanceStatsRequestObject) (GetPerformanceStatsResponseObject, error) {
+	snap := h.Stats.Snapshot()
+	out := APIStats{EndpointStats: make([]EndpointStat, len(snap))}
+	for i, s := range snap {
+		out.EndpointStats[i] = EndpointStat{URL: s.URL, Operation: s.Operation, Mean: int32(s.Mean.Round(time.Millisecond).Milliseconds()), Max: int32(s.Max.Round(time.Millisecond).Milliseconds())}
+	}
+	return GetPerformanceStats200JSONResponse(out), nil
+}
+
+// GetHealthz says the process is alive; it checks nothing else on purpose.
+func (h *Handlers) GetHealthz(context.Context, GetHealthzRequestObject) (GetHealthzResponseObject, error) {
+	return GetHealthz200JSONResponse(Health{Status: "ok"}), nil
+}
+
+// GetReadyz reports every dependency and the queue depth.
+func (h *Handlers) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (GetReadyzResponseObject, error) {
+	r := h.Health.Ready(ctx)
+	body := Readiness{Status: "ok", QueueDepth: r.QueueDepth, Checks: r.Checks}
+	if body.Checks == nil {
+		body.Checks = map[string]string{}
+	}
+	if !r.Ready {
+		body.Status = "unavailable"
+		return GetReadyz503JSONResponse(body), nil
+	}
+	return GetReadyz200JSONResponse(body), nil
+}

@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// MaxBodyBytes bounds every request body; a larger one is answered 413.
+const MaxBodyBytes = 4 << 10
+
+// RetryAfterSeconds is what 429 and 503 answers put in Retry-After.
+const RetryAfterSeconds = 1
+
+// NewHandler returns the whole API as one http.Handler: the generated router
+// with the strict handlers, wrapped in the body limit, latency statistics and
+// JSON errors.
+func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
+	errs := errorWriter{log: log}
+	strict := NewStrictHandlerWithOptions(h, nil, StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  errs.requestError,
+		ResponseErrorHandlerFunc: errs.responseError,
+	})
+	mux := http.NewServeMux()
+	HandlerWithOptions(strict, StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: errs.paramError})
+	return &instrumented{mux: mux, stats: h.Stats}
+}
+
+// instrumented applies what every request needs, around the router.
+type instrumented struct {
+	mux   *http.ServeMux
+	stats interface {
+		Observe(route, method string, status int, d time.Duration)
+	}
+}
+
+func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, req: r, status: http.StatusOK}
+	if r.ContentLength > MaxBodyBytes {
+		writeJSONError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+	}
+	s.mux.ServeHTTP(rec, r)
+	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
+	// route matched; unmatched requests are not recorded, so that random
+	// paths cannot grow the table.
+	if r.Pattern != "" {
+		s.stats.Observe(strings.TrimPrefix(r.Pattern, r.Method+" "), r.Method, rec.status, time.Since(start))
+	}
+}
+
+// recorder remembers the status, and turns the router's own plain-text 404
+// and 405 answers into JSON ones.
+type recorder struct {
+	http.ResponseWriter
+	req       *http.Request
+	status    int
+	swallowed bool
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	rw.status = code
+	if rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		rw.swallowed = true
+		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, rw.req.URL.Path)
+		if code == http.StatusMethodNotAllowed {
+			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, rw.req.URL.Path, rw.Header().Get("Allow"))
+		}
+		rw.Header().Del("X-Content-Type-Options")
+		body, _ := json.Marshal(ResponseMsg{Message: msg})
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+		rw.ResponseWriter.WriteHeader(code)
+		_, _ = rw.ResponseWriter.Write(append(body, '\n'))
+		return
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	if rw.swallowed {
+		return len(b), nil // the router's plain-text body, replaced above
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// statusOf maps an error to its HTTP status: the one place where domain
+// errors become status codes.
+func statusOf(err error) int {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, domain.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, domain.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, domain.ErrOverloaded):
+		return http.StatusTooManyRequests
+	case errors.Is(err, domain.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+type errorWriter struct{ log *slog.Logger }
+
+// responseError answers an error returned by a handler.
+func (e errorWriter) responseError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		// The cause goes to the log, not to the caller.
+		e.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error; the cause is in the server log"
+	}
+	writeJSONError(w, status, msg)
+}
+
+// requestError answers a body the generated code could not decode.
+func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
+	case errors.As(err, &typ):
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("field %s must be %s, got a JSON %s", typ.Field, jsonKind(typ.Type.String()), typ.Value))
+	case errors.Is(err, io.EOF):
+		writeJSONError(w, http.StatusBadRequest, "request body is required (JSON)")
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+errors.Unwrap(err).Error())
+	default:
+		writeJSONError(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
+	}
+}
+
+func jsonKind(goType string) string {
+	switch goType {
+	case "int32", "int", "int64":
+		return "an integer"
+	case "string":
+		return "a string"
+	default:
+		return goType
+	}
+}
+
+// paramError answers a path or query parameter of the wrong type.
+func (e errorWriter) paramError(w http.ResponseWriter, r *http.Request, err error) {
+	var format *InvalidParamFormatError
+	var required *RequiredParamError
+	switch {
+	case errors.As(err, &format):
+		got := r.PathValue(format.ParamName)
+		if got == "" {
+			got = r.URL.Query().Get(format.ParamName)
+		}
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s must be a whole number that fits in 32 bits, got %q", format.ParamName, got))
+	case errors.As(err, &required):
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("query parameter %s is required", required.ParamName))
+	default:
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+	}
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	body, _ := json.Marshal(ResponseMsg{Message: msg})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

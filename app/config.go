@@ -1,0 +1,138 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is everything the service is told at start-up. Every field is a
+// flag with an environment-variable equivalent (SKI_ and the flag name in
+// upper snake case); a flag on the command line wins over the variable.
+type Config struct {
+	Listen          string
+	Role            string
+	Store           string
+	Queue           string
+	QueueCapacity   int
+	Persister       PersisterConfig
+	ShutdownTimeout time.Duration
+	LogFormat       string
+	LogLevel        string
+	SeedDemo        bool
+}
+
+// The choices a Config may name.
+var (
+	Stores = []string{"memory"}
+	Queues = []string{"inproc"}
+	Roles  = []string{"all", "api", "consumer"}
+)
+
+// DefaultConfig is the configuration with nothing set: in memory, on :8080.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          ":8080",
+		Role:            "all",
+		Store:           "memory",
+		Queue:           "inproc",
+		QueueCapacity:   100_000,
+		Persister:       PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
+		ShutdownTimeout: 30 * time.Second,
+		LogFormat:       "text",
+		LogLevel:        "info",
+		SeedDemo:        true,
+	}
+}
+
+// RegisterFlags binds the config's fields to flags on fs, defaults from c.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address the HTTP server listens on")
+	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
+	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(Stores, "|"))
+	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(Queues, "|"))
+	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the in-process queue holds; beyond it POST answers 503")
+	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
+	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
+	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a failing batch is retried before it goes back to the queue")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long to wait for requests to finish and the queue to drain")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
+	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
+}
+
+// EnvName is the environment variable that sets a flag: SKI_BATCH_SIZE for
+// --batch-size.
+func EnvName(flagName string) string {
+	return "SKI_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ApplyEnv sets every flag not given on the command line from its
+// environment variable, if that is set.
+func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		if v, ok := lookup(EnvName(f.Name)); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// ParseConfig reads flags then the environment.
+func ParseConfig(fs *flag.FlagSet, args []string) (Config, error) {
+	c := DefaultConfig()
+	c.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := ApplyEnv(fs, os.LookupEnv); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	for _, ch := range []struct {
+		name, value string
+		allowed     []string
+	}{
+		{"store", c.Store, Stores}, {"queue", c.Queue, Queues}, {"role", c.Role, Roles},
+		{"log-format", c.LogFormat, []string{"text", "json"}},
+		{"log-level", c.LogLevel, []string{"debug", "info", "warn", "error"}},
+	} {
+		if !slices.Contains(ch.allowed, ch.value) {
+			return fmt.Errorf("--%s %q is not one of %s", ch.name, ch.value, strings.Join(ch.allowed, ", "))
+		}
+	}
+	if c.Role != "all" && c.Queue == "inproc" {
+		return fmt.Errorf("--role %s needs a queue shared between processes; the in-process queue works only with --role all", c.Role)
+	}
+	if c.Persister.BatchSize < 1 {
+		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
+	}
+	if c.Persister.Linger <= 0 {
+		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
+	}
+	if c.QueueCapacity < 1 {
+		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)
+	}
+	return nil
+}
+
+// RunsAPI reports whether this process serves the API.
+func (c Config) RunsAPI() bool { return c.Role != "consumer" }
+
+// RunsConsumer reports whether this process persists rides.
+func (c Config) RunsConsumer() bool { return c.Role != "api" }

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// PersisterConfig tunes the consumer side.
+type PersisterConfig struct {
+	// BatchSize is the most rides written in one AddRides call.
+	BatchSize int
+	// Linger is how long a partial batch waits for more rides before it is
+	// written anyway.
+	Linger time.Duration
+	// RetryFor is how long a failing batch is retried (with exponential
+	// backoff) before it is handed back to the queue for redelivery.
+	RetryFor time.Duration
+}
+
+// Persister takes rides off the queue in batches, writes each batch through
+// the store and only then acknowledges it. A ride is therefore either stored
+// and acknowledged, or still on the queue: a crash between the two redelivers
+// it, and the store's idempotency keeps it from counting twice.
+type Persister struct {
+	sub   ports.Subscriber
+	store ports.RideStore
+	cfg   PersisterConfig
+	log   *slog.Logger
+
+	stored  atomic.Int64
+	batches atomic.Int64
+	failed  atomic.Int64
+}
+
+// NewPersister returns a persister; Run starts it.
+func NewPersister(sub ports.Subscriber, store ports.RideStore, cfg PersisterConfig, log *slog.Logger) *Persister {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1
+	}
+	return &Persister{sub: sub, store: store, cfg: cfg, log: log}
+}
+
+// Stored is the number of rides written (including redeliveries the store
+// recognised as duplicates).
+func (p *Persister) Stored() int64 { return p.stored.Load() }
+
+// Run consumes until the subscriber's delivery channel closes (after
+// Subscriber.Close, once drained) or ctx ends (a hard stop: the batch in hand
+// is handed back).
+func (p *Persister) Run(ctx context.Context) error {
+	ch, err := p.sub.Deliveries(ctx)
+	if err != nil {
+		return fmt.Errorf("persister: start consuming: %w", err)
+	}
+	batch := make([]ports.Delivery, 0, p.cfg.BatchSize)
+	rides := make([]domain.LiftRide, 0, p.cfg.BatchSize)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		rides = rides[:0]
+		for _, d := range batch {
+			rides = append(rides, d.Ride)
+		}
+		p.write(ctx, batch, rides)
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case d, ok := <-ch:
+			if !ok {
+				flush()
+				return nil
+			}
+			if len(batch) == 0 {
+				linger.Reset(p.cfg.Linger)
+			}
+			batch = append(batch, d)
+			if len(batch) >= p.cfg.BatchSize {
+				linger.Stop()
+				flush()
+			}
+		case <-linger.C:
+			flush()
+		}
+	}
+}
+
+// write stores one batch, retrying with backoff, then acks it; if the store
+// keeps failing it nacks the batch so the queue delivers it again.
+func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []domain.LiftRide) {
+	// Ack and nack must reach the queue even while shutting down.
+	settle := context.WithoutCancel(ctx)
+	start := time.Now()
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		return struct{}{}, p.store.AddRides(ctx, rides)
+	},
+		backoff.WithBackOff(newBackoff()),
+		backoff.WithMaxElapsedTime(p.cfg.RetryFor),
+		backoff.WithNotify(func(err error, next time.Duration) {
+			p.log.Warn("persist batch failed; retrying", "rides", len(rides), "retry_in", next, "err", err)
+		}))
+	if err != nil {
+		p.failed.Add(1)
+		p.log.Error("persist batch failed; handing it back to the queue", "rides", len(rides), "after", time.Since(start).Round(time.Millisecond), "err", err)
+		if nerr := p.sub.Nack(settle, batch); nerr != nil {
+			p.log.Error("nack failed; the queue will redeliver when its lease ends", "rides", len(batch), "err", nerr)
+		}
+		return
+	}
+	p.stored.Add(int64(len(rides)))
+	p.batches.Add(1)
+	if aerr := p.sub.Ack(settle, batch); aerr != nil {
+		// Stored but not acked: the queue redelivers, the store dedupes.
+		p.log.Warn("ack failed after the batch was stored; it will be redelivered and deduplicated", "rides", len(batch), "err", aerr)
+	}
+}
+
+func newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 5 * time.Second
+	return b
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// Query is the read path's use case: it asks the store and decides what
+// "nothing" means to the caller.
+type Query struct {
+	catalog *Catalog
+	store   ports.RideStore
+}
+
+var _ ports.RideQueries = (*Query)(nil)
+
+// NewQuery returns the query service.
+func NewQuery(catalog *Catalog, store ports.RideStore) *Query {
+	return &Query{catalog: catalog, store: store}
+}
+
+// ResortDaySkiers implements ports.RideQueries. A known resort with no rides
+// that day has zero skiers; an unknown resort is not found.
+func (q *Query) ResortDaySkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (ports.ResortDaySkiers, error) {
+	r, err := q.catalog.Resort(ctx, resortID)
+	if err != nil {
+		return ports.ResortDaySkiers{}, err
+	}
+	n, err := q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
+	if err != nil {
+		return ports.ResortDaySkiers{}, fmt.Errorf("unique skiers at resort %d, %s day %d: %w", resortID, seasonID, dayID, err)
+	}
+	return ports.ResortDaySkiers{ResortName: r.Name, NumSkiers: n}, nil
+}
+
+// SkierDayVertical implements ports.RideQueries.
+func (q *Query) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	if err := domain.ValidateResortID(resortID); err != nil {
+		return 0, err
+	}
+	if err := validateSkierSeason(skierID, seasonID); err != nil {
+		return 0, err
+	}
+	v, err := q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
+	if err != nil {
+		return 0, fmt.Errorf("day vertical of skier %d: %w", skierID, err)
+	}
+	if v == 0 {
+		return 0, domain.NotFound("skier %d has no rides at resort %d on day %d of season %s", skierID, resortID, dayID, seasonID)
+	}
+	return v, nil
+}
+
+// SkierResortTotals implements ports.RideQueries.
+func (q *Query) SkierResortTotals(ctx context.Context, skierID int32, resortIDs []int32, seasonIDs []string) ([]domain.SeasonVertical, error) {
+	if err := domain.ValidateSkierID(skierID); err != nil {
+		return nil, err
+	}
+	for _, id := range resortIDs {
+		if err := domain.ValidateResortID(id); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range seasonIDs {
+		if err := domain.ValidateSeasonID(s); err != nil {
+			return nil, err
+		}
+	}
+	sums := map[string]int{}
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(resortIDs))) {
+		per, err := q.store.SkierSeasonVerticals(ctx, skierID, id)
+		if err != nil {
+			return nil, fmt.Errorf("season totals of skier %d at resort %d: %w", skierID, id, err)
+		}
+		for _, sv := range per {
+			if len(seasonIDs) == 0 || slices.Contains(seasonIDs, sv.SeasonID) {
+				sums[sv.SeasonID] += sv.TotalVert
+			}
+		}
+	}
+	if len(sums) == 0 {
+		return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resortIDs)
+	}
+	out := make([]domain.SeasonVertical, 0, len(sums))
+	for s, v := range sums {
+		out = append(out, domain.SeasonVertical{SeasonID: s, TotalVert: v})
+	}
+	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	return out, nil
+}
+
+// SkierSeasonDays implements ports.RideQueries.
+func (q *Query) SkierSeasonDays(ctx context.Context, skierID int32, seasonID string) (ports.SkierSeasonDays, error) {
+	if err := validateSkierSeason(skierID, seasonID); err != nil {
+		return ports.SkierSeasonDays{}, err
+	}
+	days, err := q.store.SkierDays(ctx, skierID, seasonID)
+	if err != nil {
+		return ports.SkierSeasonDays{}, fmt.Errorf("days skied by skier %d: %w", skierID, err)
+	}
+	if len(days) == 0 {
+		return ports.SkierSeasonDays{}, domain.NotFound("skier %d has no rides in season %s", skierID, seasonID)
+	}
+	return ports.SkierSeasonDays{SkierID: skierID, SeasonID: seasonID, DayIDs: days}, nil
+}
+
+// SkierDay implements ports.RideQueries.
+func (q *Query) SkierDay(ctx context.Context, skierID int32, seasonID string, dayID int) (ports.SkierDay, error) {
+	if err := validateSkierSeason(skierID, seasonID); err != nil {
+		return ports.SkierDay{}, err
+	}
+	rides, err := q.store.SkierDayRides(ctx, skierID, seasonID, dayID)
+	if err != nil {
+		return ports.SkierDay{}, fmt.Errorf("rides of skier %d: %w", skierID, err)
+	}
+	if len(rides) == 0 {
+		return ports.SkierDay{}, domain.NotFound("skier %d has no rides on day %d of season %s", skierID, dayID, seasonID)
+	}
+	total := 0
+	for _, r := range rides {
+		total += r.Vertical()
+	}
+	return ports.SkierDay{SkierID: skierID, SeasonID: seasonID, DayID: dayID, TotalVert: total, Rides: rides}, nil
+}
+
+func validateSkierSeason(skierID int32, seasonID string) error {
+	if err := domain.ValidateSkierID(skierID); err != nil {
+		return err
+	}
+	return domain.ValidateSeasonID(seasonID)
+}
+
+func sortResorts(rs []domain.Resort) {
+	slices.SortFunc(rs, func(a, b domain.Resort) int { return cmp.Compare(a.ID, b.ID) })
+}

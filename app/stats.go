@@ -1,0 +1,70 @@
+package app
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skidata/skidata/ports"
+)
+
+// EndpointStats keeps, per route template and method, the request count, the
+// total and the maximum latency since start. Observing is lock-free once a
+// route has been seen: it runs on every request.
+type EndpointStats struct {
+	routes sync.Map // key: method + " " + route -> *routeStats
+}
+
+type routeStats struct {
+	url, method string
+	count       atomic.Int64
+	totalNanos  atomic.Int64
+	maxNanos    atomic.Int64
+}
+
+var _ ports.EndpointStats = (*EndpointStats)(nil)
+
+// NewEndpointStats returns an empty recorder.
+func NewEndpointStats() *EndpointStats { return &EndpointStats{} }
+
+// Observe implements ports.EndpointStats.
+func (s *EndpointStats) Observe(route, method string, _ int, d time.Duration) {
+	key := method + " " + route
+	v, ok := s.routes.Load(key)
+	if !ok {
+		v, _ = s.routes.LoadOrStore(key, &routeStats{url: route, method: method})
+	}
+	rs := v.(*routeStats)
+	rs.count.Add(1)
+	rs.totalNanos.Add(int64(d))
+	for {
+		old := rs.maxNanos.Load()
+		if int64(d) <= old || rs.maxNanos.CompareAndSwap(old, int64(d)) {
+			break
+		}
+	}
+}
+
+// Snapshot implements ports.EndpointStats, ordered by route then method.
+func (s *EndpointStats) Snapshot() []ports.EndpointStat {
+	var out []ports.EndpointStat
+	s.routes.Range(func(_, v any) bool {
+		rs := v.(*routeStats)
+		n := rs.count.Load()
+		if n == 0 {
+			return true
+		}
+		out = append(out, ports.EndpointStat{
+			URL: rs.url, Operation: rs.method, Count: n,
+			Mean: time.Duration(rs.totalNanos.Load() / n),
+			Max:  time.Duration(rs.maxNanos.Load()),
+		})
+		return true
+	})
+	slices.SortFunc(out, func(a, b ports.EndpointStat) int {
+		return cmp.Or(cmp.Compare(a.URL, b.URL), cmp.Compare(a.Operation, b.Operation))
+	})
+	return out
+}

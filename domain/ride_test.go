@@ -1,0 +1,130 @@
+package domain_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/skidata/skidata/domain"
+)
+
+func TestNewLiftRideAcceptsValidRide(t *testing.T) {
+	r, err := domain.NewLiftRide(1, "2024", 366, 7, 0, 40)
+	if err != nil {
+		t.Fatalf("valid ride rejected: %v", err)
+	}
+	want := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 366, SkierID: 7, Time: 0, LiftID: 40}
+	if r != want {
+		t.Errorf("NewLiftRide = %+v; want %+v", r, want)
+	}
+}
+
+func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
+	cases := []struct {
+		name              string
+		resort            int32
+		season            string
+		day               int
+		skier, time, lift int32
+		wantInMessage     string
+	}{
+		{"resort zero", 0, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
+		{"resort negative", -3, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
+		{"season short", 1, "224", 1, 1, 1, 1, "seasonID must be a four-digit year"},
+		{"season letters", 1, "20x4", 1, 1, 1, 1, "seasonID must be a four-digit year"},
+		{"season leading zero", 1, "0999", 1, 1, 1, 1, "seasonID must be a four-digit year"},
+		{"day zero", 1, "2024", 0, 1, 1, 1, "dayID must be between 1 and 366"},
+		{"day 367", 1, "2024", 367, 1, 1, 1, "dayID must be between 1 and 366"},
+		{"skier zero", 1, "2024", 1, 0, 1, 1, "skierID must be a positive integer"},
+		{"time negative", 1, "2024", 1, 1, -1, 1, "time must be zero or positive"},
+		{"lift zero", 1, "2024", 1, 1, 1, 0, "liftID must be a positive integer"},
+		{"lift negative", 1, "2024", 1, 1, 1, -2, "liftID must be a positive integer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := domain.NewLiftRide(c.resort, c.season, c.day, c.skier, c.time, c.lift)
+			if !errors.Is(err, domain.ErrInvalid) {
+				t.Fatalf("err = %v; want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.wantInMessage) {
+				t.Errorf("message %q does not say %q", err.Error(), c.wantInMessage)
+			}
+		})
+	}
+}
+
+func TestVerticalIsLiftTimesTen(t *testing.T) {
+	for _, lift := range []int32{1, 7, 40} {
+		if got := (domain.LiftRide{LiftID: lift}).Vertical(); got != int(lift)*10 {
+			t.Errorf("Vertical of lift %d = %d; want %d", lift, got, lift*10)
+		}
+	}
+}
+
+func TestParseDayID(t *testing.T) {
+	for in, want := range map[string]int{"1": 1, "366": 366, "45": 45} {
+		if got, err := domain.ParseDayID(in); err != nil || got != want {
+			t.Errorf("ParseDayID(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "367", "x", "1.5", "-1"} {
+		if _, err := domain.ParseDayID(bad); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("ParseDayID(%q) err = %v; want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestSeasonFromInt(t *testing.T) {
+	if s, err := domain.SeasonFromInt(2024); err != nil || s != "2024" {
+		t.Errorf("SeasonFromInt(2024) = %q, %v", s, err)
+	}
+	for _, bad := range []int32{0, 999, 10000, -2024} {
+		if _, err := domain.SeasonFromInt(bad); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("SeasonFromInt(%d) err = %v; want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestKeyDistinguishesEveryField(t *testing.T) {
+	base := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 2, SkierID: 3, Time: 4, LiftID: 5}
+	variants := []domain.LiftRide{base, base, base, base, base, base}
+	variants[0].ResortID = 9
+	variants[1].SeasonID = "2025"
+	variants[2].DayID = 9
+	variants[3].SkierID = 9
+	variants[4].Time = 9
+	variants[5].LiftID = 9
+	seen := map[string]bool{base.Key(): true}
+	for _, v := range variants {
+		if seen[v.Key()] {
+			t.Errorf("Key %q of %+v collides", v.Key(), v)
+		}
+		seen[v.Key()] = true
+	}
+	if base.Key() != "1/2024/2/3/4/5" {
+		t.Errorf("Key = %q; want 1/2024/2/3/4/5", base.Key())
+	}
+}
+
+func TestResortSeasons(t *testing.T) {
+	r, err := domain.NewResort(1, "One", "2025", "2024", "2025")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Seasons) != 2 || r.Seasons[0] != "2024" || r.Seasons[1] != "2025" {
+		t.Errorf("seasons = %v; want sorted and unique [2024 2025]", r.Seasons)
+	}
+	r2 := r.WithSeason("2023")
+	if !r2.HasSeason("2023") || r.HasSeason("2023") {
+		t.Errorf("WithSeason must add to the copy only: copy %v, original %v", r2.Seasons, r.Seasons)
+	}
+	if _, err := domain.NewResort(0, "x"); !errors.Is(err, domain.ErrInvalid) {
+		t.Errorf("NewResort(0) err = %v; want ErrInvalid", err)
+	}
+	if _, err := domain.NewResort(1, " "); !errors.Is(err, domain.ErrInvalid) {
+		t.Errorf("NewResort with blank name err = %v; want ErrInvalid", err)
+	}
+	if _, err := domain.NewResort(1, "x", "20"); !errors.Is(err, domain.ErrInvalid) {
+		t.Errorf("NewResort with bad season err = %v; want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,428 @@
+// Package apitest is the end-to-end HTTP suite: every operation of
+// openapi.yaml and every error case, against a running service on a real
+// listener. Each store and queue combination's end-to-end test starts a
+// service (Start) and calls Run; the suite expects a fresh store with the
+// demo resorts.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/app"
+)
+
+// Deadline bounds every wait for asynchronous work (a ride reaching the store).
+const Deadline = 30 * time.Second
+
+// Start builds the service cfg describes, serves it on a loopback port until
+// the test ends, and returns its base URL. At cleanup it stops the service
+// as SIGTERM would and fails the test if the shutdown fails.
+func Start(t *testing.T, cfg app.Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, cleanup, err := app.Build(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("build service (store %s, queue %s): %v", cfg.Store, cfg.Queue, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("service stopped with: %v", err)
+			}
+		case <-time.After(cfg.ShutdownTimeout + 10*time.Second):
+			t.Error("service did not stop within its shutdown timeout")
+		}
+		cleanup()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// Response is what a call returned.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Call sends one request and reads the whole answer.
+func Call(t *testing.T, method, url, body string) Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// expectError checks a status and that the body is a JSON message containing want.
+func expectError(t *testing.T, r Response, status int, want string) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("status %d, body %s; want %d", r.Status, r.Body, status)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error Content-Type %q; want application/json", ct)
+	}
+	var m struct{ Message string }
+	if err := json.Unmarshal(r.Body, &m); err != nil || m.Message == "" {
+		t.Errorf("error body %q is not {\"message\":...}: %v", r.Body, err)
+		return
+	}
+	if !strings.Contains(m.Message, want) {
+		t.Errorf("message %q does not say %q", m.Message, want)
+	}
+}
+
+func decode[T any](t *testing.T, r Response) T {
+	t.Helper()
+	var v T
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d, body %s; want 200", r.Status, r.Body)
+	}
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatalf("body %s: %v", r.Body, err)
+	}
+	return v
+}
+
+// Eventually polls check until it returns "" (success) or the deadline
+// passes, then fails with the last complaint.
+func Eventually(t *testing.T, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(Deadline)
+	wait := 5 * time.Millisecond
+	for {
+		complaint := check()
+		if complaint == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %s after %s", what, complaint, Deadline)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+type ride struct {
+	resort, skier int32
+	season, day   string
+	time, lift    int32
+}
+
+func (r ride) url(base string) string {
+	return fmt.Sprintf("%s/skiers/%d/seasons/%s/days/%s/skiers/%d", base, r.resort, r.season, r.day, r.skier)
+}
+
+func post(t *testing.T, base string, r ride) {
+	t.Helper()
+	resp := Call(t, "POST", r.url(base), fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift))
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("POST %s: status %d, body %s; want 201", r.url(base), resp.Status, resp.Body)
+	}
+}
+
+// Run runs the whole suite against the service at base.
+func Run(t *testing.T, base string) {
+	// Skier ids unique to this run, so the cases never see each other's rides.
+	skier := 1_000_000 + rand.Int32N(1_000_000_000)
+	t.Run("Resorts", func(t *testing.T) { testResorts(t, base) })
+	t.Run("Seasons", func(t *testing.T) { testSeasons(t, base) })
+	t.Run("WriteRideErrors", func(t *testing.T) { testWriteErrors(t, base, skier) })
+	t.Run("RidesReadBack", func(t *testing.T) { testReadBack(t, base, skier+1) })
+	t.Run("QueryErrors", func(t *testing.T) { testQueryErrors(t, base, skier+2) })
+	t.Run("RouterErrorsAreJSON", func(t *testing.T) { testRouterErrors(t, base) })
+	t.Run("Health", func(t *testing.T) { testHealth(t, base) })
+	// Last: it checks that the requests above were recorded.
+	t.Run("Statistics", func(t *testing.T) { testStatistics(t, base) })
+}
+
+func testResorts(t *testing.T, base string) {
+	got := decode[struct {
+		Resorts []struct {
+			ResortName string
+			ResortID   int32
+		}
+	}](t, Call(t, "GET", base+"/resorts", ""))
+	if len(got.Resorts) < 10 {
+		t.Fatalf("resorts = %+v; want the ten demo resorts", got.Resorts)
+	}
+	for i, r := range got.Resorts[:10] {
+		if r.ResortID != int32(i+1) || r.ResortName == "" {
+			t.Errorf("resort %d = %+v; want id %d with a name", i, r, i+1)
+		}
+	}
+}
+
+func testSeasons(t *testing.T, base string) {
+	seasons := func(id int) []string {
+		return decode[struct{ Seasons []string }](t, Call(t, "GET", fmt.Sprintf("%s/resorts/%d/seasons", base, id), "")).Seasons
+	}
+	if got := seasons(2); !slices.Equal(got, []string{"2024", "2025"}) {
+		t.Errorf("seasons of resort 2 = %v; want [2024 2025]", got)
+	}
+	r := Call(t, "POST", base+"/resorts/2/seasons", `{"year":"2026"}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("addSeason: %d %s; want 201", r.Status, r.Body)
+	}
+	if got := seasons(2); !slices.Equal(got, []string{"2024", "2025", "2026"}) {
+		t.Errorf("seasons after adding 2026 = %v", got)
+	}
+	if r := Call(t, "POST", base+"/resorts/2/seasons", `{"year":"2026"}`); r.Status != http.StatusCreated {
+		t.Errorf("adding a season again: %d %s; want 201 (idempotent)", r.Status, r.Body)
+	}
+	// A ride in the new season is now accepted.
+	post(t, base, ride{resort: 2, skier: 77, season: "2026", day: "3", time: 5, lift: 5})
+
+	expectError(t, Call(t, "GET", base+"/resorts/999/seasons", ""), 404, "resort 999 does not exist")
+	expectError(t, Call(t, "GET", base+"/resorts/0/seasons", ""), 400, "resortID must be a positive integer")
+	expectError(t, Call(t, "GET", base+"/resorts/abc/seasons", ""), 400, "resortID must be a whole number")
+	expectError(t, Call(t, "POST", base+"/resorts/999/seasons", `{"year":"2026"}`), 404, "resort 999 does not exist")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{}`), 400, "year is required")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"26"}`), 400, "four-digit year")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":2026}`), 400, "must be a string")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":`), 400, "not valid JSON")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"2027","pad":"`+strings.Repeat("x", 5000)+`"}`), 413, "limit")
+}
+
+func testWriteErrors(t *testing.T, base string, skier int32) {
+	good := ride{resort: 1, skier: skier, season: "2024", day: "1"}
+	url := good.url(base)
+	body := `{"time":10,"liftID":5}`
+	cases := []struct {
+		name, url, body, want string
+		status                int
+	}{
+		{"day zero", strings.Replace(url, "/days/1/", "/days/0/", 1), body, "dayID must be between 1 and 366", 400},
+		{"day 367", strings.Replace(url, "/days/1/", "/days/367/", 1), body, "dayID must be between 1 and 366", 400},
+		{"day not a number", strings.Replace(url, "/days/1/", "/days/monday/", 1), body, "dayID must be a whole number", 400},
+		{"season not a year", strings.Replace(url, "/seasons/2024/", "/seasons/24/", 1), body, "seasonID must be a four-digit year", 400},
+		{"resort zero", strings.Replace(url, "/skiers/1/", "/skiers/0/", 1), body, "resortID must be a positive integer", 400},
+		{"resort not a number", strings.Replace(url, "/skiers/1/", "/skiers/one/", 1), body, "resortID must be a whole number", 400},
+		{"resort over int32", strings.Replace(url, "/skiers/1/", "/skiers/4294967296/", 1), body, "resortID must be a whole number that fits in 32 bits", 400},
+		{"skier negative", fmt.Sprintf("%s/skiers/1/seasons/2024/days/1/skiers/-4", base), body, "skierID must be a positive integer", 400},
+		{"lift missing", url, `{"time":10}`, "liftID is required", 400},
+		{"time missing", url, `{"liftID":5}`, "time is required", 400},
+		{"time negative", url, `{"time":-1,"liftID":5}`, "time must be zero or positive", 400},
+		{"lift zero", url, `{"time":1,"liftID":0}`, "liftID must be a positive integer", 400},
+		{"lift wrong type", url, `{"time":1,"liftID":"five"}`, "liftID must be an integer", 400},
+		{"lift not whole", url, `{"time":1,"liftID":1.5}`, "liftID must be an integer", 400},
+		{"malformed JSON", url, `{"time":1,`, "not valid JSON", 400},
+		{"not JSON at all", url, `time=1`, "not valid JSON", 400},
+		{"empty body", url, ``, "request body is required", 400},
+		{"body over 4 KiB", url, `{"time":1,"liftID":2,"x":"` + strings.Repeat("y", 5000) + `"}`, "limit", 413},
+		{"unknown resort", strings.Replace(url, "/skiers/1/", "/skiers/999/", 1), body, "resort 999 does not exist", 404},
+		{"unregistered season", strings.Replace(url, "/seasons/2024/", "/seasons/1999/", 1), body, "season 1999 is not registered for resort 1", 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			expectError(t, Call(t, "POST", c.url, c.body), c.status, c.want)
+		})
+	}
+	// None of the rejected rides reached the store.
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""), 404, "no rides")
+}
+
+func testReadBack(t *testing.T, base string, skier int32) {
+	day := fmt.Sprint(100 + rand.IntN(200))
+	rides := []ride{
+		{resort: 3, skier: skier, season: "2024", day: day, time: 30, lift: 4},  // 40
+		{resort: 3, skier: skier, season: "2024", day: day, time: 10, lift: 12}, // 120
+		{resort: 3, skier: skier, season: "2024", day: day, time: 10, lift: 12}, // duplicate: counts once
+		{resort: 4, skier: skier, season: "2024", day: day, time: 20, lift: 7},  // 70, other resort, same day
+		{resort: 3, skier: skier, season: "2024", day: "2", time: 5, lift: 1},   // 10, other day
+		{resort: 3, skier: skier, season: "2025", day: "2", time: 5, lift: 3},   // 30, other season
+		{resort: 3, skier: skier + 1000, season: "2024", day: day, time: 1, lift: 1},
+	}
+	for _, r := range rides {
+		post(t, base, r)
+	}
+	dayURL := rides[0].url(base)
+	Eventually(t, "day vertical of the posted rides", func() string {
+		r := Call(t, "GET", dayURL, "")
+		if r.Status != 200 || strings.TrimSpace(string(r.Body)) != "160" {
+			return fmt.Sprintf("%d %s (want 200 160)", r.Status, r.Body)
+		}
+		return ""
+	})
+	// Wait for the last ride too (the queue is FIFO per skier but not across them).
+	Eventually(t, "the second skier's ride", func() string {
+		r := Call(t, "GET", rides[6].url(base), "")
+		if r.Status != 200 {
+			return fmt.Sprintf("%d %s", r.Status, r.Body)
+		}
+		return ""
+	})
+	Eventually(t, "every ride stored", func() string {
+		r := Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=3&resort=4", base, skier), "")
+		want := `{"resorts":[{"seasonID":"2024","totalVert":240},{"seasonID":"2025","totalVert":30}]}`
+		if r.Status != 200 || strings.TrimSpace(string(r.Body)) != want {
+			return fmt.Sprintf("%d %s (want %s)", r.Status, r.Body, want)
+		}
+		return ""
+	})
+
+	if r := Call(t, "GET", strings.Replace(dayURL, "/skiers/3/", "/skiers/4/", 1), ""); strings.TrimSpace(string(r.Body)) != "70" {
+		t.Errorf("day vertical at resort 4 = %d %s; want 70", r.Status, r.Body)
+	}
+	totals := func(query string) string {
+		r := Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?%s", base, skier, query), "")
+		return fmt.Sprintf("%d %s", r.Status, strings.TrimSpace(string(r.Body)))
+	}
+	if got, want := totals("resort=3"), `200 {"resorts":[{"seasonID":"2024","totalVert":170},{"seasonID":"2025","totalVert":30}]}`; got != want {
+		t.Errorf("totals at resort 3 = %s; want %s", got, want)
+	}
+	if got, want := totals("resort=3&season=2025"), `200 {"resorts":[{"seasonID":"2025","totalVert":30}]}`; got != want {
+		t.Errorf("totals at resort 3 in 2025 = %s; want %s", got, want)
+	}
+	if got, want := totals("resort=3&resort=4&season=2024&season=2025"), `200 {"resorts":[{"seasonID":"2024","totalVert":240},{"seasonID":"2025","totalVert":30}]}`; got != want {
+		t.Errorf("totals at resorts 3+4 in 2024+2025 = %s; want %s", got, want)
+	}
+	skiers := decode[struct {
+		Time      string
+		NumSkiers int32
+	}](t, Call(t, "GET", fmt.Sprintf("%s/resorts/3/seasons/2024/day/%s/skiers", base, day), ""))
+	if skiers.NumSkiers != 2 || skiers.Time != "Stevens Pass" {
+		t.Errorf("resort 3 day %s skiers = %+v; want 2 at Stevens Pass", day, skiers)
+	}
+	days := decode[struct {
+		SkierID   int32
+		SeasonID  string
+		DaysSkied int
+		DayIDs    []string
+	}](t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""))
+	if days.SkierID != skier || days.SeasonID != "2024" || days.DaysSkied != 2 || !slices.Equal(days.DayIDs, []string{"2", day}) {
+		t.Errorf("days skied = %+v; want 2 days [2 %s]", days, day)
+	}
+	dr := Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/%s/skiers/%d", base, day, skier), "")
+	want := fmt.Sprintf(`{"dayID":"%s","rides":[{"liftID":12,"resortID":3,"time":10,"vertical":120},{"liftID":7,"resortID":4,"time":20,"vertical":70},{"liftID":4,"resortID":3,"time":30,"vertical":40}],"seasonID":"2024","skierID":%d,"totalVert":230}`, day, skier)
+	if got := strings.TrimSpace(string(dr.Body)); dr.Status != 200 || got != want {
+		t.Errorf("rides of the day = %d %s;\nwant %s", dr.Status, got, want)
+	}
+}
+
+func testQueryErrors(t *testing.T, base string, skier int32) {
+	none := fmt.Sprintf("%s/skiers/1/seasons/2024/days/5/skiers/%d", base, skier)
+	expectError(t, Call(t, "GET", none, ""), 404, "no rides")
+	expectError(t, Call(t, "GET", strings.Replace(none, "/days/5/", "/days/400/", 1), ""), 400, "dayID must be between")
+	expectError(t, Call(t, "GET", strings.Replace(none, "/skiers/1/", "/skiers/0/", 1), ""), 400, "resortID must be a positive")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1", base, skier), ""), 404, "no rides")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical", base, skier), ""), 400, "resort is required")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=x", base, skier), ""), 400, "resort must be a resort id")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1&season=99", base, skier), ""), 400, "four-digit year")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/0/vertical?resort=1", base), ""), 400, "skierID must be a positive")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""), 404, "no rides in season 2024")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/20/skiers/%d", base, skier), ""), 400, "four-digit year")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/9/skiers/%d", base, skier), ""), 404, "no rides on day 9")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/0/skiers/%d", base, skier), ""), 400, "dayID must be between")
+	expectError(t, Call(t, "GET", base+"/resorts/999/seasons/2024/day/1/skiers", ""), 404, "resort 999 does not exist")
+	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/24/day/1/skiers", ""), 400, "four-digit year")
+	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/0/skiers", ""), 400, "dayID must be between")
+	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/x/skiers", ""), 400, "dayID must be a whole number")
+	// A known resort with nobody on the slopes that day has zero skiers.
+	got := decode[struct{ NumSkiers int32 }](t, Call(t, "GET", base+"/resorts/10/seasons/2025/day/366/skiers", ""))
+	if got.NumSkiers != 0 {
+		t.Errorf("skiers on an empty day = %d; want 0", got.NumSkiers)
+	}
+}
+
+func testRouterErrors(t *testing.T, base string) {
+	expectError(t, Call(t, "GET", base+"/no/such/route", ""), 404, "no route for GET /no/such/route")
+	expectError(t, Call(t, "DELETE", base+"/resorts", ""), 405, "method DELETE is not allowed on /resorts")
+	expectError(t, Call(t, "PUT", base+"/skiers/1/seasons/2024/days/1/skiers/1", `{}`), 405, "not allowed")
+}
+
+func testHealth(t *testing.T, base string) {
+	if got := decode[struct{ Status string }](t, Call(t, "GET", base+"/healthz", "")); got.Status != "ok" {
+		t.Errorf("healthz status = %q", got.Status)
+	}
+	got := decode[struct {
+		Status     string
+		QueueDepth *int64
+		Checks     map[string]string
+	}](t, Call(t, "GET", base+"/readyz", ""))
+	if got.Status != "ok" || got.QueueDepth == nil {
+		t.Errorf("readyz = %+v; want status ok with a queueDepth", got)
+	}
+	for name, state := range got.Checks {
+		if state != "ok" {
+			t.Errorf("readyz check %s = %q; want ok", name, state)
+		}
+	}
+}
+
+func testStatistics(t *testing.T, base string) {
+	var got struct {
+		EndpointStats []struct {
+			URL       string
+			Operation string
+			Mean, Max *int32
+		}
+	}
+	r := Call(t, "GET", base+"/statistics", "")
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != 200 {
+		t.Fatalf("statistics: %d %s %v", r.Status, r.Body, err)
+	}
+	want := map[string]bool{
+		"POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}": false,
+		"GET /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}":  false,
+		"GET /resorts":                     false,
+		"GET /skiers/{skierID}/vertical":   false,
+		"POST /resorts/{resortID}/seasons": false,
+		"GET /resorts/{resortID}/seasons/{seasonID}/day/{dayID}/skiers": false,
+	}
+	for _, s := range got.EndpointStats {
+		if s.Mean == nil || s.Max == nil || *s.Mean < 0 || *s.Max < *s.Mean {
+			t.Errorf("stat %+v: want 0 <= mean <= max", s)
+		}
+		key := s.Operation + " " + s.URL
+		if _, ok := want[key]; ok {
+			want[key] = true
+		}
+		if strings.Contains(s.URL, "/no/such") {
+			t.Errorf("an unmatched path was recorded: %+v", s)
+		}
+	}
+	for k, seen := range want {
+		if !seen {
+			t.Errorf("statistics has no entry for %s; got %s", k, bytes.TrimSpace(r.Body))
+		}
+	}
+}
