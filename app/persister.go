@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ type Persister struct {
 	stored  atomic.Int64
 	batches atomic.Int64
 	failed  atomic.Int64
+
+	drain     chan struct{}
+	drainOnce sync.Once
 }
 
 // NewPersister returns a persister; Run starts it.
@@ -45,8 +49,14 @@ func NewPersister(sub ports.Subscriber, store ports.RideStore, cfg PersisterConf
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1
 	}
-	return &Persister{sub: sub, store: store, cfg: cfg, log: log}
+	return &Persister{sub: sub, store: store, cfg: cfg, log: log, drain: make(chan struct{})}
 }
+
+// Drain tells Run to stop waiting for full batches: from now on whatever it
+// holds is written as soon as no more rides are immediately at hand. Call it
+// after Subscriber.Close, whose channel closes only once every ride handed
+// out is acknowledged.
+func (p *Persister) Drain() { p.drainOnce.Do(func() { close(p.drain) }) }
 
 // Stored is the number of rides written (including redeliveries the store
 // recognised as duplicates).
@@ -76,6 +86,7 @@ func (p *Persister) Run(ctx context.Context) error {
 		p.write(ctx, batch, rides)
 		batch = batch[:0]
 	}
+	drain, draining := p.drain, false
 	for {
 		select {
 		case d, ok := <-ch:
@@ -87,11 +98,15 @@ func (p *Persister) Run(ctx context.Context) error {
 				linger.Reset(p.cfg.Linger)
 			}
 			batch = append(batch, d)
-			if len(batch) >= p.cfg.BatchSize {
+			if len(batch) >= p.cfg.BatchSize || (draining && len(ch) == 0) {
 				linger.Stop()
 				flush()
 			}
 		case <-linger.C:
+			flush()
+		case <-drain:
+			drain, draining = nil, true
+			linger.Stop()
 			flush()
 		}
 	}

@@ -89,6 +89,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.sub.Close(); err != nil {
 		s.log.Warn("closing the subscriber", "err", err)
 	}
+	s.persister.Drain()
 	if s.cfg.RunsConsumer() {
 		select {
 		case err := <-persisterDone:
@@ -105,3 +106,6 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return runErr
 }
+
+// Stored is how many rides this process's persister has written.
+func (s *Service) Stored() int64 { return s.persister.Stored() }

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := DefaultConfig()
+	c.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func TestConfigDefaultsAreMemoryOn8080(t *testing.T) {
+	c, err := parse(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != ":8080" || c.Store != "memory" || c.Queue != "inproc" || c.Role != "all" {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestConfigEnvironmentSetsFlags(t *testing.T) {
+	c, err := parse(t, nil, map[string]string{"SKI_BATCH_SIZE": "77", "SKI_BATCH_LINGER": "3ms", "SKI_LISTEN": ":9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Persister.BatchSize != 77 || c.Persister.Linger != 3*time.Millisecond || c.Listen != ":9" {
+		t.Errorf("from env: %+v", c)
+	}
+}
+
+func TestConfigFlagWinsOverEnvironment(t *testing.T) {
+	c, err := parse(t, []string{"--batch-size", "5"}, map[string]string{"SKI_BATCH_SIZE": "77"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Persister.BatchSize != 5 {
+		t.Errorf("batch size = %d; want the flag's 5", c.Persister.BatchSize)
+	}
+}
+
+func TestConfigRejectsWhatCannotWork(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"unknown store":       {[]string{"--store", "floppy"}, nil, `--store "floppy" is not one of`},
+		"unknown role":        {[]string{"--role", "boss"}, nil, `--role "boss"`},
+		"zero batch":          {[]string{"--batch-size", "0"}, nil, "--batch-size must be at least 1"},
+		"api role inproc":     {[]string{"--role", "api"}, nil, "in-process queue works only with --role all"},
+		"bad env value":       {nil, map[string]string{"SKI_BATCH_SIZE": "many"}, "SKI_BATCH_SIZE"},
+		"unknown log format":  {[]string{"--log-format", "xml"}, nil, "--log-format"},
+		"zero queue capacity": {[]string{"--queue-capacity", "0"}, nil, "--queue-capacity"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, c.args, c.env)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v; want one saying %q", err, c.want)
+			}
+		})
+	}
+}

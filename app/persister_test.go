@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// fakeSub hands out what the test feeds it and records acks and nacks.
+type fakeSub struct {
+	ch    chan ports.Delivery
+	mu    sync.Mutex
+	acked []uint64
+	nacks [][]uint64
+}
+
+func newFakeSub() *fakeSub { return &fakeSub{ch: make(chan ports.Delivery, 1000)} }
+
+func (f *fakeSub) Deliveries(context.Context) (<-chan ports.Delivery, error) { return f.ch, nil }
+func (f *fakeSub) Close() error                                              { return nil }
+func (f *fakeSub) Ack(_ context.Context, b []ports.Delivery) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range b {
+		f.acked = append(f.acked, d.Tag)
+	}
+	return nil
+}
+func (f *fakeSub) Nack(_ context.Context, b []ports.Delivery) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var tags []uint64
+	for _, d := range b {
+		tags = append(tags, d.Tag)
+	}
+	f.nacks = append(f.nacks, tags)
+	return nil
+}
+func (f *fakeSub) state() (acked []uint64, nacks [][]uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.acked), slices.Clone(f.nacks)
+}
+
+// fakeStore records batches; failures makes the next N calls fail.
+type fakeStore struct {
+	ports.RideStore
+	mu       sync.Mutex
+	batches  [][]domain.LiftRide
+	failures int
+	acked    func() []uint64 // what had been acked when a batch was written
+	ackedAt  [][]uint64
+}
+
+func (s *fakeStore) AddRides(_ context.Context, rides []domain.LiftRide) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failures != 0 {
+		s.failures--
+		return domain.Unavailable("store down")
+	}
+	s.batches = append(s.batches, slices.Clone(rides))
+	if s.acked != nil {
+		s.ackedAt = append(s.ackedAt, s.acked())
+	}
+	return nil
+}
+
+func (s *fakeStore) written() [][]domain.LiftRide {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.batches)
+}
+
+func deliver(sub *fakeSub, n int) {
+	for i := 1; i <= n; i++ {
+		sub.ch <- ports.Delivery{Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: int32(i), LiftID: 1}, Tag: uint64(i)}
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func runPersister(t *testing.T, p *Persister, sub *fakeSub) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	t.Cleanup(func() {
+		close(sub.ch)
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func TestPersisterWritesFullBatchesThenAcks(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	store.acked = func() []uint64 { a, _ := sub.state(); return a }
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 10, Linger: time.Hour, RetryFor: time.Second}, discard), sub)
+	deliver(sub, 30)
+	waitFor(t, "30 acks", func() bool { a, _ := sub.state(); return len(a) == 30 })
+	batches := store.written()
+	if len(batches) != 3 {
+		t.Fatalf("wrote %d batches; want 3 of 10", len(batches))
+	}
+	for i, b := range batches {
+		if len(b) != 10 {
+			t.Errorf("batch %d has %d rides; want 10", i, len(b))
+		}
+		// When batch i was written, only the earlier batches were acked.
+		if got := len(store.ackedAt[i]); got != 10*i {
+			t.Errorf("when batch %d was written %d rides were acked; want %d (ack only after the write)", i, got, 10*i)
+		}
+	}
+}
+
+func TestPersisterFlushesPartialBatchAfterLinger(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: 10 * time.Millisecond, RetryFor: time.Second}, discard), sub)
+	deliver(sub, 3)
+	waitFor(t, "the partial batch", func() bool { return len(store.written()) == 1 })
+	if got := len(store.written()[0]); got != 3 {
+		t.Errorf("partial batch has %d rides; want 3", got)
+	}
+}
+
+func TestPersisterRetriesTransientStoreFailure(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{failures: 2}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, discard), sub)
+	deliver(sub, 5)
+	waitFor(t, "5 acks", func() bool { a, _ := sub.state(); return len(a) == 5 })
+	if _, nacks := sub.state(); len(nacks) != 0 {
+		t.Errorf("nacked %v; a batch that succeeds on retry must not be handed back", nacks)
+	}
+	if got := len(store.written()); got != 1 {
+		t.Errorf("batches written = %d; want 1", got)
+	}
+}
+
+func TestPersisterNacksBatchStoreKeepsRejecting(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{failures: -1} // fails forever
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: 200 * time.Millisecond}, discard), sub)
+	deliver(sub, 4)
+	waitFor(t, "a nack", func() bool { _, n := sub.state(); return len(n) == 1 })
+	acked, nacks := sub.state()
+	if len(acked) != 0 {
+		t.Errorf("acked %v although nothing was stored", acked)
+	}
+	if !slices.Equal(nacks[0], []uint64{1, 2, 3, 4}) {
+		t.Errorf("nacked %v; want the whole batch [1 2 3 4]", nacks[0])
+	}
+}
+
+func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	p := NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, RetryFor: time.Second}, discard)
+	runPersister(t, p, sub)
+	deliver(sub, 7)
+	waitFor(t, "the rides to be taken", func() bool { return len(sub.ch) == 0 })
+	p.Drain()
+	waitFor(t, "7 acks after Drain", func() bool { a, _ := sub.state(); return len(a) == 7 })
+}
