@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// RideStore keeps rides in the rides table.
+type RideStore struct {
+	pool *pgxpool.Pool
+}
+
+var _ ports.RideStore = (*RideStore)(nil)
+
+// insertRides writes a whole batch in one statement, so one round trip: the
+// rides travel as six parallel arrays and unnest turns them back into rows.
+// ON CONFLICT DO NOTHING on the identity key makes a redelivered ride a
+// no-op, whether it comes again in the same batch, in a later one, or from
+// another writer at the same moment.
+const insertRides = `
+INSERT INTO rides (resort_id, season_id, day_id, skier_id, ride_time, lift_id)
+SELECT * FROM unnest($1::integer[], $2::smallint[], $3::smallint[], $4::integer[], $5::integer[], $6::integer[])
+ON CONFLICT DO NOTHING`
+
+// AddRides implements ports.RideStore.
+func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
+	if len(rides) == 0 {
+		return nil
+	}
+	// Sort by the primary key and drop duplicates. Two writers inserting
+	// overlapping batches in different orders can each wait for the
+	// other's uncommitted key and deadlock; taking keys in one global order
+	// rules that out.
+	sorted := slices.Clone(rides)
+	slices.SortFunc(sorted, compareIdentity)
+	sorted = slices.Compact(sorted)
+
+	n := len(sorted)
+	resorts, seasons, days := make([]int32, n), make([]int16, n), make([]int16, n)
+	skiers, times, lifts := make([]int32, n), make([]int32, n), make([]int32, n)
+	for i, r := range sorted {
+		season, ok := seasonNumber(r.SeasonID)
+		if !ok {
+			return domain.Invalid("postgres: ride %s has a season that is not a four-digit year", r.Key())
+		}
+		if err := domain.ValidateDayID(r.DayID); err != nil {
+			return fmt.Errorf("postgres: ride %s: %w", r.Key(), err)
+		}
+		resorts[i], seasons[i], days[i] = r.ResortID, season, int16(r.DayID)
+		skiers[i], times[i], lifts[i] = r.SkierID, r.Time, r.LiftID
+	}
+	_, err := s.pool.Exec(ctx, insertRides, resorts, seasons, days, skiers, times, lifts)
+	return classify(ctx, fmt.Sprintf("postgres: add batch of %d rides", len(rides)), err)
+}
+
+// compareIdentity orders rides as the rides_identity primary key does.
+func compareIdentity(a, b domain.LiftRide) int {
+	return cmp.Or(
+		cmp.Compare(a.SkierID, b.SkierID),
+		cmp.Compare(a.SeasonID, b.SeasonID), // four digits: text order is number order
+		cmp.Compare(a.DayID, b.DayID),
+		cmp.Compare(a.Time, b.Time),
+		cmp.Compare(a.ResortID, b.ResortID),
+		cmp.Compare(a.LiftID, b.LiftID),
+	)
+}
+
+// seasonNumber turns a season ("2024") into the stored smallint. A season
+// that is not a valid four-digit year cannot have rides.
+func seasonNumber(season string) (int16, bool) {
+	if domain.ValidateSeasonID(season) != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(season, 10, 16)
+	return int16(n), err == nil
+}
+
+func seasonText(n int16) string { return strconv.Itoa(int(n)) }
+
+// The queries, one per port method. docs/postgres.md shows the plan of each
+// and explain_test.go checks that none scans the rides table.
+const (
+	queryUniqueSkiers = `
+SELECT count(DISTINCT skier_id) FROM rides
+WHERE resort_id = $1 AND season_id = $2 AND day_id = $3`
+
+	querySkierDayVertical = `
+SELECT coalesce(sum(lift_id), 0) FROM rides
+WHERE skier_id = $1 AND season_id = $2 AND day_id = $3 AND resort_id = $4`
+
+	querySkierSeasonVerticals = `
+SELECT season_id, sum(lift_id) FROM rides
+WHERE skier_id = $1 AND resort_id = $2
+GROUP BY season_id ORDER BY season_id`
+
+	querySkierDays = `
+SELECT DISTINCT day_id FROM rides
+WHERE skier_id = $1 AND season_id = $2
+ORDER BY day_id`
+
+	querySkierDayRides = `
+SELECT resort_id, ride_time, lift_id FROM rides
+WHERE skier_id = $1 AND season_id = $2 AND day_id = $3
+ORDER BY ride_time, resort_id, lift_id`
+)
+
+// UniqueSkiers implements ports.RideStore.
+func (s *RideStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+	season, ok := seasonNumber(seasonID)
+	if !ok || domain.ValidateDayID(dayID) != nil {
+		return 0, nil
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, queryUniqueSkiers, resortID, season, int16(dayID)).Scan(&n)
+	if err != nil {
+		return 0, classify(ctx, fmt.Sprintf("postgres: unique skiers of resort %d, season %s, day %d", resortID, seasonID, dayID), err)
+	}
+	return int(n), nil
+}
+
+// SkierDayVertical implements ports.RideStore.
+func (s *RideStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	season, ok := seasonNumber(seasonID)
+	if !ok || domain.ValidateDayID(dayID) != nil {
+		return 0, nil
+	}
+	var lifts int64
+	err := s.pool.QueryRow(ctx, querySkierDayVertical, skierID, season, int16(dayID), resortID).Scan(&lifts)
+	if err != nil {
+		return 0, classify(ctx, fmt.Sprintf("postgres: vertical of skier %d at resort %d, season %s, day %d", skierID, resortID, seasonID, dayID), err)
+	}
+	return int(lifts) * domain.VerticalPerLift, nil
+}
+
+// SkierSeasonVerticals implements ports.RideStore.
+func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+	rows, err := s.pool.Query(ctx, querySkierSeasonVerticals, skierID, resortID)
+	if err == nil {
+		var out []domain.SeasonVertical
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SeasonVertical, error) {
+			var season int16
+			var lifts int64
+			err := row.Scan(&season, &lifts)
+			return domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: int(lifts) * domain.VerticalPerLift}, err
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, classify(ctx, fmt.Sprintf("postgres: season verticals of skier %d at resort %d", skierID, resortID), err)
+}
+
+// SkierDays implements ports.RideStore.
+func (s *RideStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+	season, ok := seasonNumber(seasonID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, querySkierDays, skierID, season)
+	if err == nil {
+		var days []int16
+		days, err = pgx.CollectRows(rows, pgx.RowTo[int16])
+		if err == nil {
+			out := make([]int, len(days))
+			for i, d := range days {
+				out[i] = int(d)
+			}
+			return out, nil
+		}
+	}
+	return nil, classify(ctx, fmt.Sprintf("postgres: days of skier %d in season %s", skierID, seasonID), err)
+}
+
+// SkierDayRides implements ports.RideStore.
+func (s *RideStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	season, ok := seasonNumber(seasonID)
+	if !ok || domain.ValidateDayID(dayID) != nil {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, querySkierDayRides, skierID, season, int16(dayID))
+	if err == nil {
+		var out []domain.LiftRide
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.LiftRide, error) {
+			r := domain.LiftRide{SeasonID: seasonID, DayID: dayID, SkierID: skierID}
+			err := row.Scan(&r.ResortID, &r.Time, &r.LiftID)
+			return r, err
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, classify(ctx, fmt.Sprintf("postgres: rides of skier %d in season %s, day %d", skierID, seasonID, dayID), err)
+}
