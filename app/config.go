@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -23,11 +24,25 @@ type Config struct {
 	LogFormat       string
 	LogLevel        string
 	SeedDemo        bool
+	Postgres        PostgresConfig
+}
+
+// PostgresConfig is what --store postgres needs. It is app's own type so
+// that only the injector files depend on the adapter; inject_postgres.go
+// maps it onto postgres.Config.
+type PostgresConfig struct {
+	// URL is the libpq connection string. There is no default: a
+	// production service must be told which database it owns.
+	URL              string
+	MaxConns         int
+	StatementTimeout time.Duration
+	ConnectTimeout   time.Duration
+	Schema           string
 }
 
 // The choices a Config may name.
 var (
-	Stores = []string{"memory"}
+	Stores = []string{"memory", "postgres"}
 	Queues = []string{"inproc"}
 	Roles  = []string{"all", "api", "consumer"}
 )
@@ -45,6 +60,7 @@ func DefaultConfig() Config {
 		LogFormat:       "text",
 		LogLevel:        "info",
 		SeedDemo:        true,
+		Postgres:        PostgresConfig{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
 	}
 }
 
@@ -62,6 +78,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
 	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
+	fs.StringVar(&c.Postgres.URL, "database-url", c.Postgres.URL, "PostgreSQL connection string for --store postgres, e.g. postgres://user:pass@host:5432/db?sslmode=require")
+	fs.IntVar(&c.Postgres.MaxConns, "db-max-conns", c.Postgres.MaxConns, "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
+	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
+	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt")
+	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
 }
 
 // EnvName is the environment variable that sets a flag: SKI_BATCH_SIZE for
@@ -124,6 +145,15 @@ func (c Config) Validate() error {
 	}
 	if c.Persister.Linger <= 0 {
 		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
+	}
+	if c.Store == "postgres" && strings.TrimSpace(c.Postgres.URL) == "" {
+		return fmt.Errorf("--store postgres needs --database-url (or %s): which database to use", EnvName("database-url"))
+	}
+	if c.Postgres.MaxConns < 0 || c.Postgres.MaxConns > math.MaxInt32 {
+		return fmt.Errorf("--db-max-conns must be between 0 and %d, got %d", math.MaxInt32, c.Postgres.MaxConns)
+	}
+	if c.Postgres.StatementTimeout < 0 || c.Postgres.ConnectTimeout < 0 {
+		return fmt.Errorf("--db-statement-timeout and --db-connect-timeout must not be negative")
 	}
 	if c.QueueCapacity < 1 {
 		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)

@@ -37,6 +37,8 @@ func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 	switch cfg.Store {
 	case "memory":
 		return initMemory(ctx, cfg)
+	case "postgres":
+		return initPostgres(ctx, cfg)
 	default:
 		return nil, nil, fmt.Errorf("store %q is not built into this binary", cfg.Store)
 	}

@@ -15,3 +15,8 @@ func initMemory(ctx context.Context, cfg Config) (*Service, func(), error) {
 	wire.Build(coreSet, queueSet, memorySet)
 	return nil, nil, nil
 }
+
+func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
+	wire.Build(coreSet, queueSet, postgresSet)
+	return nil, nil, nil
+}

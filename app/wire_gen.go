@@ -43,3 +43,41 @@ func initMemory(ctx context.Context, cfg Config) (*Service, func(), error) {
 		cleanup()
 	}, nil
 }
+
+func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
+	logger := NewLogger(cfg)
+	db, cleanup, err := openPostgres(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	resortStore := postgresResorts(db)
+	appSeedDemo := seedDemo(cfg)
+	catalog, err := NewCatalog(ctx, resortStore, appSeedDemo, logger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	appQueueAdapter, cleanup2, err := provideQueue(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	publisher := publisherOf(appQueueAdapter)
+	ingest := NewIngest(catalog, publisher)
+	rideStore := postgresRides(db)
+	query := NewQuery(catalog, rideStore)
+	endpointStats := NewEndpointStats()
+	storeProbe := postgresProbe(db)
+	appQueueProbe := queueProbe(cfg)
+	queueStats := queueStatsOf(appQueueAdapter)
+	health := NewHealth(storeProbe, appQueueProbe, queueStats)
+	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
+	subscriber := subscriberOf(appQueueAdapter)
+	appPersisterConfig := persisterConfig(cfg)
+	persister := NewPersister(subscriber, rideStore, appPersisterConfig, logger)
+	service := NewService(cfg, logger, handler, persister, subscriber, queueStats)
+	return service, func() {
+		cleanup2()
+		cleanup()
+	}, nil
+}

@@ -110,3 +110,11 @@ func (db *DB) Migrate(ctx context.Context) error {
 	})
 	return classify(ctx, fmt.Sprintf("postgres: migrate schema %q at %s", db.schema, db.url), err)
 }
+
+// SchemaVersion is the highest migration applied, 0 when none is: what
+// `skiapi migrate` reports after it ran.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, classify(ctx, "postgres: read schema version", err)
+}
