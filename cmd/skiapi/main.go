@@ -2,6 +2,8 @@
 // consumer that persists rides, or both (see --role).
 //
 //	skiapi [serve] [flags]   run the service (the default command)
+//	skiapi migrate [flags]   apply the PostgreSQL migrations, print the version
+//	skiapi seed [flags]      load the missing demo resorts into PostgreSQL
 //	skiapi version           print the version
 //
 // Every flag has an environment variable (SKI_ and the flag name in upper
@@ -38,6 +40,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		return serve(args, stderr)
+	case "migrate":
+		return migrate(args, stdout, stderr)
+	case "seed":
+		return seed(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "skiapi", version)
 		return 0
@@ -62,6 +68,10 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 
 Commands:
   serve     run the service (default)
+  migrate   apply pending PostgreSQL migrations and print the schema version
+            (needs --store postgres --database-url ...)
+  seed      load the demo resorts missing from PostgreSQL; existing resorts
+            keep their seasons (same flags as migrate)
   version   print the version
   help      print this help
 
@@ -75,16 +85,26 @@ Flags (each also read from the environment variable shown):
 	})
 }
 
-func serve(args []string, stderr io.Writer) int {
+// parseConfig reads the flags every command shares; ok false means return
+// code (0 after --help, 2 for bad usage).
+func parseConfig(args []string, stderr io.Writer) (cfg app.Config, code int, ok bool) {
 	fs := newFlagSet(stderr)
 	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
 	cfg, err := app.ParseConfig(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		return 0
+		return cfg, 0, false
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "skiapi:", err)
-		return 2
+		return cfg, 2, false
+	}
+	return cfg, 0, true
+}
+
+func serve(args []string, stderr io.Writer) int {
+	cfg, code, ok := parseConfig(args, stderr)
+	if !ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -98,5 +118,37 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skiapi:", err)
 		return 1
 	}
+	return 0
+}
+
+func migrate(args []string, stdout, stderr io.Writer) int {
+	return oneShot("migrate", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+		v, err := app.MigratePostgres(ctx, cfg)
+		return fmt.Sprintf("schema at version %d", v), err
+	})
+}
+
+func seed(args []string, stdout, stderr io.Writer) int {
+	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+		n, err := app.SeedPostgres(ctx, cfg)
+		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
+	})
+}
+
+// oneShot runs a command that does its work and exits, printing what do
+// reports on success.
+func oneShot(name string, args []string, stdout, stderr io.Writer, do func(context.Context, app.Config) (string, error)) int {
+	cfg, code, ok := parseConfig(args, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	msg, err := do(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "skiapi: %s: %v\n", name, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, msg)
 	return 0
 }
