@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/test/apitest"
+)
+
+// defaultPostgresURL is the PostgreSQL this machine runs for tests
+// (scripts/services.sh starts it); SKIDATA_TEST_POSTGRES_URL overrides it.
+const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func postgresURL() string {
+	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return defaultPostgresURL
+}
+
+// postgresAdmin connects to the test database outside the service, to
+// prepare and inspect it; an unreachable server fails the test, naming it.
+func postgresAdmin(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, postgresURL())
+	if err != nil {
+		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL, or run scripts/services.sh): %v", postgresURL(), err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// postgresConfig is a service configuration on a schema of its own, dropped
+// when the test ends (after the service has stopped: cleanups run last
+// registered first, and the caller starts the service after this).
+func postgresConfig(t *testing.T) (app.Config, *pgx.Conn) {
+	t.Helper()
+	admin := postgresAdmin(t)
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	schema := "skidata_e2e_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop test schema %s: %v", schema, err)
+		}
+	})
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Store = "postgres"
+	cfg.Postgres.URL = postgresURL()
+	cfg.Postgres.Schema = schema
+	return cfg, admin
+}
+
+func TestPostgresInprocEndToEnd(t *testing.T) {
+	cfg, _ := postgresConfig(t)
+	apitest.Run(t, apitest.Start(t, cfg))
+}
+
+// TestPostgresDownAtStartFailsNamingMaskedURL: a service pointed at a
+// database that does not answer refuses to start, and says where it looked
+// without printing the password.
+func TestPostgresDownAtStartFailsNamingMaskedURL(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Store = "postgres"
+	cfg.Postgres.URL = "postgres://skier:s3cret@127.0.0.1:1/nowhere?sslmode=disable" // nothing listens on port 1
+	cfg.Postgres.ConnectTimeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, cleanup, err := app.Build(ctx, cfg)
+	if err == nil {
+		cleanup()
+		t.Fatalf("Build succeeded with the database down: %v", svc)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "postgres://skier:xxxxx@127.0.0.1:1/nowhere") {
+		t.Errorf("error does not name the masked URL: %s", msg)
+	}
+	if strings.Contains(msg, "s3cret") {
+		t.Errorf("error leaks the password: %s", msg)
+	}
+}
+
+// TestPostgresOutageKeepsBatchUntilStored: while the rides table is locked
+// by another session, every write of the persister times out; the batch
+// stays unacknowledged in the queue through at least one retry, and once the
+// lock is released every ride is stored, once.
+func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
+	cfg, admin := postgresConfig(t)
+	cfg.Postgres.StatementTimeout = 300 * time.Millisecond
+	cfg.Persister.RetryFor = time.Second // so batches also go back to the queue and are redelivered
+	base := apitest.Start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rides := pgx.Identifier{cfg.Postgres.Schema, "rides"}.Sanitize()
+
+	// The outage: an open transaction holding the strongest table lock.
+	locker, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = locker.Rollback(context.Background()) }()
+	if _, err := locker.Exec(ctx, `LOCK TABLE `+rides+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatalf("lock the rides table: %v", err)
+	}
+
+	const n = 50
+	const skier = 424242
+	for i := range n {
+		url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/7/skiers/%d", base, skier)
+		if r := apitest.Call(t, "POST", url, fmt.Sprintf(`{"time":%d,"liftID":%d}`, 10+i, 1+i%40)); r.Status != http.StatusCreated {
+			t.Fatalf("POST ride %d: status %d, body %s", i, r.Status, r.Body)
+		}
+	}
+
+	// Wait for two different write attempts to be blocked on the lock: the
+	// first one timed out and the persister tried again.
+	probe := postgresAdmin(t)
+	waitingSince := func() (time.Time, bool) {
+		var started time.Time
+		err := probe.QueryRow(ctx, `
+			SELECT a.query_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.relation = $1::regclass AND NOT l.granted
+			ORDER BY a.query_start LIMIT 1`, rides).Scan(&started)
+		return started, err == nil
+	}
+	var first time.Time
+	apitest.Eventually(t, "a persister write blocked on the locked table", func() string {
+		if s, ok := waitingSince(); ok {
+			first = s
+			return ""
+		}
+		return "no write waiting"
+	})
+	apitest.Eventually(t, "a second write attempt after the first timed out", func() string {
+		if s, ok := waitingSince(); ok && s.After(first) {
+			return ""
+		}
+		return "only the first attempt seen"
+	})
+	if depth := queueDepth(t, base); depth != n {
+		t.Fatalf("queue depth during the outage = %d; want all %d rides still unacknowledged", depth, n)
+	}
+
+	// The database comes back.
+	if err := locker.Rollback(ctx); err != nil {
+		t.Fatalf("release the lock: %v", err)
+	}
+	apitest.Eventually(t, "every ride stored after the outage", func() string {
+		var stored int
+		if err := probe.QueryRow(ctx, `SELECT count(*) FROM `+rides+` WHERE skier_id = $1`, skier).Scan(&stored); err != nil {
+			return err.Error()
+		}
+		if depth := queueDepth(t, base); stored != n || depth != 0 {
+			return fmt.Sprintf("%d of %d rides stored, queue depth %d", stored, n, depth)
+		}
+		return ""
+	})
+	// The table's primary key is the ride's identity, so a count of n is
+	// every ride once; the API agrees.
+	want := 0
+	for i := range n {
+		want += 10 * (1 + i%40)
+	}
+	r := apitest.Call(t, "GET", fmt.Sprintf("%s/skiers/1/seasons/2025/days/7/skiers/%d", base, skier), "")
+	var got int
+	if err := json.Unmarshal(r.Body, &got); r.Status != http.StatusOK || err != nil || got != want {
+		t.Errorf("day vertical after the outage: status %d, body %s; want %d", r.Status, r.Body, want)
+	}
+}
+
+// queueDepth is the depth /readyz reports.
+func queueDepth(t *testing.T, base string) int64 {
+	t.Helper()
+	r := apitest.Call(t, "GET", base+"/readyz", "")
+	var body struct{ QueueDepth *int64 }
+	if err := json.Unmarshal(r.Body, &body); err != nil || body.QueueDepth == nil {
+		t.Fatalf("readyz: status %d, body %s: no queueDepth", r.Status, r.Body)
+	}
+	return *body.QueueDepth
+}
