@@ -21,4 +21,20 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 echo "services: checking what the tests need"
 command -v go >/dev/null || fail "go is not installed"
+
+# PostgreSQL on 127.0.0.1:5432 (the adapter and --store postgres tests; the
+# URL they use is SKIDATA_TEST_POSTGRES_URL, default
+# postgres://postgres@127.0.0.1:5432/test?sslmode=disable).
+pg_up() {
+  if command -v pg_isready >/dev/null; then pg_isready -q -h 127.0.0.1 -p 5432; else port_open 5432; fi
+}
+if ! pg_up; then
+  command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ] && [ -n "$(ls /etc/postgresql)" ] \
+    || fail "PostgreSQL is not answering on 127.0.0.1:5432 and is not installed (need pg_ctlcluster and a cluster under /etc/postgresql)"
+  echo "services: starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start \
+    || fail "PostgreSQL is installed but would not start (pg_ctlcluster ... main start failed)"
+  wait_for "PostgreSQL on 127.0.0.1:5432" pg_up
+fi
+echo "services: PostgreSQL answers on 127.0.0.1:5432"
 echo "services: ok"
