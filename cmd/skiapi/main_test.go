@@ -2,10 +2,90 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
+func testPostgresURL() string {
+	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// TestMigrateThenSeedKeepsExistingSeasons runs the two one-shot commands
+// against a fresh schema: migrate reports the version, seed loads the ten
+// demo resorts and, run again, keeps a season added in between.
+func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, testPostgresURL())
+	if err != nil {
+		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL): %v", testPostgresURL(), err)
+	}
+	defer admin.Close(context.Background())
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "skidata_cmd_" + hex.EncodeToString(b)
+	defer func() {
+		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop %s: %v", schema, err)
+		}
+	}()
+	flags := []string{"--store", "postgres", "--database-url", testPostgresURL(), "--db-schema", schema}
+	cmd := func(name string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{name}, flags...), &out, &errOut); code != 0 {
+			t.Fatalf("skiapi %s exited %d: %s", name, code, errOut.String())
+		}
+		return out.String()
+	}
+
+	if got := cmd("migrate"); !strings.Contains(got, "schema at version 1") {
+		t.Errorf("migrate printed %q; want the version reached", got)
+	}
+	if got := cmd("seed"); !strings.Contains(got, "holds 10 resorts") {
+		t.Errorf("seed printed %q; want 10 resorts", got)
+	}
+	seasons := pgx.Identifier{schema, "resort_seasons"}.Sanitize()
+	if _, err := admin.Exec(ctx, `INSERT INTO `+seasons+` (resort_id, season_id) VALUES (1, 2031)`); err != nil {
+		t.Fatal(err)
+	}
+	cmd("seed")
+	var kept bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+seasons+` WHERE resort_id = 1 AND season_id = 2031)`).Scan(&kept); err != nil || !kept {
+		t.Errorf("season 2031 of resort 1 after a second seed: present=%v err=%v; want kept", kept, err)
+	}
+}
+
+// TestPostgresWithoutURLIsRefused: no default database, and the message says
+// which flag is missing.
+func TestPostgresWithoutURLIsRefused(t *testing.T) {
+	t.Setenv("SKI_DATABASE_URL", "")
+	for _, name := range []string{"serve", "migrate", "seed"} {
+		var out, errOut bytes.Buffer
+		code := run([]string{name, "--store", "postgres"}, &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "--database-url") {
+			t.Errorf("skiapi %s --store postgres: exit %d, stderr %q; want 2 naming --database-url", name, code, errOut.String())
+		}
+	}
+}
+
+// TestMigrateRefusesMemoryStore: there is nothing to migrate in memory.
+func TestMigrateRefusesMemoryStore(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"migrate"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "--store postgres") {
+		t.Errorf("skiapi migrate: exit %d, stderr %q; want 1 pointing at --store postgres", code, errOut.String())
+	}
+}
 func TestHelpListsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := run([]string{"--help"}, &out, &errs); code != 0 {
