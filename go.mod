@@ -13,6 +13,7 @@ require (
 	github.com/google/wire v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/oapi-codegen/runtime v1.8.0
+	github.com/rabbitmq/amqp091-go v1.16.0
 )
 
 require (

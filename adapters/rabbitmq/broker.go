@@ -1,0 +1,378 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+var (
+	_ ports.Publisher  = (*Broker)(nil)
+	_ ports.Subscriber = (*Broker)(nil)
+	_ ports.QueueStats = (*Broker)(nil)
+)
+
+// Broker is one process's link to RabbitMQ: a publishing connection with a
+// pool of confirm-mode channels, and (once Deliveries is called) a consuming
+// connection. Both reconnect by themselves.
+type Broker struct {
+	cfg Config
+	url string // redacted, for messages
+
+	stop context.CancelFunc // ends the reconnect loops
+	wg   sync.WaitGroup
+
+	mu      sync.RWMutex
+	pub     *pubSession // nil while the broker is unreachable
+	pubErr  error       // why pub is nil
+	blocked atomic.Bool // the broker asked us to stop publishing (resource alarm)
+	rr      atomic.Uint64
+
+	subMu sync.Mutex
+	sub   *consumer
+}
+
+// pubSession is one publishing connection and its channel pool.
+type pubSession struct {
+	conn  *amqp.Connection
+	chans []*amqp.Channel
+}
+
+// Open connects, declares the topology and starts the reconnect loop. A
+// broker unreachable now is an error naming the URL (password masked) rather
+// than a retry loop, so a misconfigured process fails at start.
+func Open(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, url: redactedURL(cfg.URL)}
+	s, err := b.dialPublisher(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rabbitmq: open %s: %w", b.url, err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	b.stop = stop
+	b.setPub(s, nil)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.keepPublisher(runCtx, s)
+	}()
+	return b, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (b *Broker) Config() Config { return b.cfg }
+
+// dial opens a connection labelled for the broker's tools; role tells the
+// publishing and consuming connections apart.
+func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, error) {
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName(b.cfg.ConnectionName + "." + role)
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	conn, err := amqp.DialConfig(b.cfg.URL, amqp.Config{
+		Properties: props,
+		Heartbeat:  10 * time.Second,
+		Dial: func(network, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: timeout}
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: rabbitmq broker at %s is unreachable: %w", domain.ErrUnavailable, b.url, err)
+	}
+	return conn, nil
+}
+
+// declare creates the topology if missing; declaring is idempotent, and it
+// runs on every (re)connect so a broker that lost its definitions gets them
+// back before the first publish.
+func (b *Broker) declare(conn *amqp.Connection) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel to declare topology: %w", err)
+	}
+	defer ch.Close()
+	c := b.cfg
+	if err := ch.ExchangeDeclare(c.DeadLetterExchange(), amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("declare exchange %s: %w", c.DeadLetterExchange(), err)
+	}
+	if _, err := ch.QueueDeclare(c.DeadLetterQueue(), true, false, false, false, amqp.Table{amqp.QueueTypeArg: c.QueueType}); err != nil {
+		return fmt.Errorf("declare queue %s: %w", c.DeadLetterQueue(), err)
+	}
+	if err := ch.QueueBind(c.DeadLetterQueue(), "", c.DeadLetterExchange(), false, nil); err != nil {
+		return fmt.Errorf("bind %s to %s: %w", c.DeadLetterQueue(), c.DeadLetterExchange(), err)
+	}
+	for i := range c.Shards {
+		if _, err := ch.QueueDeclare(c.ShardQueue(i), true, false, false, false, b.shardArgs()); err != nil {
+			return fmt.Errorf("declare queue %s: %w", c.ShardQueue(i), err)
+		}
+	}
+	return nil
+}
+
+func (b *Broker) shardArgs() amqp.Table {
+	c := b.cfg
+	args := amqp.Table{
+		amqp.QueueTypeArg:        c.QueueType,
+		"x-dead-letter-exchange": c.DeadLetterExchange(),
+	}
+	if c.MaxLength > 0 {
+		limit := c.perShardMaxLength()
+		if c.QueueType == QueueTypeQuorum {
+			// A quorum queue checks its limit after an enqueue and refuses
+			// only once it is over (ready > x-max-length), so it takes one
+			// ride more than its argument; it accepts again once ready
+			// rides fall to 80% of it.
+			limit--
+		}
+		args[amqp.QueueMaxLenArg] = int64(limit)
+		args[amqp.QueueOverflowArg] = amqp.QueueOverflowRejectPublish
+	}
+	if c.QueueType == QueueTypeQuorum && c.DeliveryLimit > 0 {
+		// The quorum queue counts deliveries itself (nacks and consumers
+		// that died holding the ride) and dead-letters past the limit.
+		args["x-delivery-limit"] = int64(c.DeliveryLimit)
+	}
+	return args
+}
+
+func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
+	conn, err := b.dial(ctx, "publish")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.declare(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.url, err)
+	}
+	s := &pubSession{conn: conn}
+	for range b.cfg.PublishChannels {
+		ch, err := conn.Channel()
+		if err == nil {
+			err = ch.Confirm(false)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: rabbitmq at %s: open confirm channel: %w", domain.ErrUnavailable, b.url, err)
+		}
+		s.chans = append(s.chans, ch)
+		// A channel closed by the broker (a channel error) takes the whole
+		// session down, so the pool is rebuilt rather than left with a hole.
+		closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+		go func() {
+			if e, ok := <-closed; ok && e != nil {
+				conn.Close()
+			}
+		}()
+	}
+	blocked := conn.NotifyBlocked(make(chan amqp.Blocking, 4))
+	go func() {
+		for bl := range blocked {
+			b.blocked.Store(bl.Active)
+		}
+	}()
+	return s, nil
+}
+
+func (b *Broker) setPub(s *pubSession, why error) {
+	b.mu.Lock()
+	b.pub, b.pubErr = s, why
+	b.mu.Unlock()
+	if s != nil {
+		b.blocked.Store(false)
+	}
+}
+
+// newBackOff is the reconnect schedule: quick first retries (a broker
+// restart takes seconds), capped so recovery is noticed soon.
+func (b *Broker) newBackOff() backoff.BackOff {
+	e := backoff.NewExponentialBackOff()
+	e.InitialInterval = 100 * time.Millisecond
+	e.MaxInterval = b.cfg.ReconnectMaxInterval
+	return e
+}
+
+// keepPublisher waits for the session to die, then reconnects with backoff
+// until ctx ends. While it is down, Publish fails fast.
+func (b *Broker) keepPublisher(ctx context.Context, s *pubSession) {
+	for {
+		closed := s.conn.NotifyClose(make(chan *amqp.Error, 1))
+		var why error = errors.New("connection closed")
+		select {
+		case e, ok := <-closed:
+			if ok && e != nil {
+				why = e
+			}
+		case <-ctx.Done():
+			b.setPub(nil, errors.New("broker connection closed by this process"))
+			s.conn.Close()
+			return
+		}
+		b.setPub(nil, why)
+		s.conn.Close()
+		next, err := backoff.Retry(ctx, func() (*pubSession, error) {
+			s, err := b.dialPublisher(ctx)
+			if err != nil {
+				b.setPub(nil, err)
+			}
+			return s, err
+		}, backoff.WithBackOff(b.newBackOff()), backoff.WithMaxElapsedTime(0))
+		if err != nil {
+			return // ctx ended
+		}
+		s = next
+		b.setPub(s, nil)
+	}
+}
+
+// Publish sends the ride to its shard's queue and waits for the broker's
+// confirm. Many publishes are in flight at once: they are spread over a pool
+// of channels and each waits only for its own confirm.
+func (b *Broker) Publish(ctx context.Context, ride domain.LiftRide) error {
+	queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID))
+	return b.publishRaw(ctx, queue, ride.Key(), encodeRide(ride), nil)
+}
+
+// publishRaw publishes a body to a shard queue and waits for its confirm.
+// Publish, the classic-queue requeue and the DLQ replay share it.
+func (b *Broker) publishRaw(ctx context.Context, queue, messageID string, body []byte, headers amqp.Table) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	s, err := b.session()
+	if err != nil {
+		return err
+	}
+	if b.blocked.Load() {
+		return fmt.Errorf("%w: rabbitmq broker at %s is refusing publishes (resource alarm)", domain.ErrUnavailable, b.url)
+	}
+	ch := s.chans[b.rr.Add(1)%uint64(len(s.chans))]
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
+		DeliveryMode: amqp.Persistent,
+		ContentType:  contentType,
+		MessageId:    messageID,
+		Headers:      headers,
+		Body:         body,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: publish ride %s to %s: %w", domain.ErrUnavailable, messageID, queue, err)
+	}
+	acked, err := dc.WaitContext(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: ride %s not confirmed by the broker in time (it may or may not be queued; publishing again is safe): %w", domain.ErrUnavailable, messageID, err)
+	case acked:
+		return nil
+	case ch.IsClosed():
+		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed ride %s", domain.ErrUnavailable, b.url, messageID)
+	default:
+		return fmt.Errorf("%w: broker refused ride %s: queue %s is full (max %d rides)", domain.ErrUnavailable, messageID, queue, b.cfg.perShardMaxLength())
+	}
+}
+
+// session is the live publishing session, or an error saying the broker is
+// unreachable: callers fail fast instead of waiting for a reconnect.
+func (b *Broker) session() (*pubSession, error) {
+	b.mu.RLock()
+	s, why := b.pub, b.pubErr
+	b.mu.RUnlock()
+	if s == nil {
+		return nil, fmt.Errorf("%w: rabbitmq broker at %s is unreachable (reconnecting): %v", domain.ErrUnavailable, b.url, why)
+	}
+	return s, nil
+}
+
+// withChannel runs fn on a short-lived channel of the publishing connection,
+// so a channel error in an admin call (a missing queue) cannot close the
+// publishing pool.
+func (b *Broker) withChannel(fn func(*amqp.Channel) error) error {
+	s, err := b.session()
+	if err != nil {
+		return err
+	}
+	ch, err := s.conn.Channel()
+	if err != nil {
+		return fmt.Errorf("%w: rabbitmq at %s: open channel: %w", domain.ErrUnavailable, b.url, err)
+	}
+	defer ch.Close()
+	return fn(ch)
+}
+
+// Depth is the ready rides over all shards plus the deliveries this process
+// holds unacknowledged. Deliveries held by other consumer processes are not
+// visible here (the broker's declare-ok counts ready messages only).
+func (b *Broker) Depth(ctx context.Context) (int64, error) {
+	var ready int64
+	err := b.withChannel(func(ch *amqp.Channel) error {
+		for i := range b.cfg.Shards {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			q, err := ch.QueueDeclarePassive(b.cfg.ShardQueue(i), true, false, false, false, nil)
+			if err != nil {
+				return fmt.Errorf("inspect queue %s: %w", b.cfg.ShardQueue(i), err)
+			}
+			ready += int64(q.Messages)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue depth: %w", err)
+	}
+	b.subMu.Lock()
+	c := b.sub
+	b.subMu.Unlock()
+	if c != nil {
+		ready += c.heldCount()
+	}
+	return ready, nil
+}
+
+// Disconnect closes the broker connections and stops reconnecting. Call it
+// after Close has drained the deliveries (acks need the connection).
+func (b *Broker) Disconnect() error {
+	b.subMu.Lock()
+	c := b.sub
+	b.subMu.Unlock()
+	if c != nil {
+		c.stopNow()
+	}
+	if b.stop != nil {
+		b.stop()
+	}
+	b.wg.Wait()
+	return nil
+}
+
+// DeleteTopology deletes this deployment's queues and dead-letter exchange,
+// for tests and teardown. Rides in them are lost.
+func (b *Broker) DeleteTopology(ctx context.Context) error {
+	return b.withChannel(func(ch *amqp.Channel) error {
+		for i := range b.cfg.Shards {
+			if _, err := ch.QueueDelete(b.cfg.ShardQueue(i), false, false, false); err != nil {
+				return fmt.Errorf("delete queue %s: %w", b.cfg.ShardQueue(i), err)
+			}
+		}
+		if _, err := ch.QueueDelete(b.cfg.DeadLetterQueue(), false, false, false); err != nil {
+			return fmt.Errorf("delete queue %s: %w", b.cfg.DeadLetterQueue(), err)
+		}
+		if err := ch.ExchangeDelete(b.cfg.DeadLetterExchange(), false, false); err != nil {
+			return fmt.Errorf("delete exchange %s: %w", b.cfg.DeadLetterExchange(), err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,118 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Queue types the adapter can declare.
+const (
+	QueueTypeQuorum  = "quorum"
+	QueueTypeClassic = "classic"
+)
+
+// Config is everything Open needs. Zero fields take the defaults below.
+type Config struct {
+	// URL is the AMQP URL, e.g. amqp://guest:guest@127.0.0.1:5672/.
+	URL string
+	// Prefix names this deployment's exchanges and queues
+	// (<Prefix>.rides.<shard>, <Prefix>.dlx, <Prefix>.dlq). Default "skidata".
+	Prefix string
+	// Shards spreads rides over this many queues by skierID mod Shards, so
+	// one skier's rides stay ordered in one queue. Default 1.
+	Shards int
+	// QueueType is "quorum" (default: replicated, counts deliveries itself)
+	// or "classic".
+	QueueType string
+	// Prefetch is how many unacknowledged deliveries the broker sends each
+	// shard's consumer channel ahead of the acks. Default 500.
+	Prefetch int
+	// MaxLength bounds the ready rides over all shards (each shard holds
+	// ceil(MaxLength/Shards)); a publish beyond it is refused with
+	// domain.ErrUnavailable. 0: unbounded.
+	MaxLength int
+	// DeliveryLimit is how many times a ride is delivered before it is
+	// dead-lettered as poison. Default 5; negative: no limit.
+	DeliveryLimit int
+	// PublishChannels is the size of the pool of confirm-mode channels that
+	// publishes are spread over. Default 8.
+	PublishChannels int
+	// PublishTimeout bounds one Publish, confirm included, when the caller's
+	// context allows longer. Default 5s.
+	PublishTimeout time.Duration
+	// ReconnectMaxInterval caps the wait between reconnect attempts.
+	// Default 5s.
+	ReconnectMaxInterval time.Duration
+	// ConnectionName labels this process's connections in the broker's
+	// tools (rabbitmqctl list_connections client_properties). Default
+	// "skidata".
+	ConnectionName string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.URL == "" {
+		return c, fmt.Errorf("rabbitmq: Config.URL is empty; want e.g. amqp://guest:guest@127.0.0.1:5672/")
+	}
+	if c.Prefix == "" {
+		c.Prefix = "skidata"
+	}
+	if c.Shards <= 0 {
+		c.Shards = 1
+	}
+	switch c.QueueType {
+	case "":
+		c.QueueType = QueueTypeQuorum
+	case QueueTypeQuorum, QueueTypeClassic:
+	default:
+		return c, fmt.Errorf("rabbitmq: Config.QueueType %q: want %q or %q", c.QueueType, QueueTypeQuorum, QueueTypeClassic)
+	}
+	if c.Prefetch <= 0 {
+		c.Prefetch = 500
+	}
+	if c.MaxLength < 0 {
+		c.MaxLength = 0
+	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = 5
+	}
+	if c.PublishChannels <= 0 {
+		c.PublishChannels = 8
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.ReconnectMaxInterval <= 0 {
+		c.ReconnectMaxInterval = 5 * time.Second
+	}
+	if c.ConnectionName == "" {
+		c.ConnectionName = "skidata"
+	}
+	return c, nil
+}
+
+// ShardQueue is the name of shard i's queue.
+func (c Config) ShardQueue(i int) string { return fmt.Sprintf("%s.rides.%d", c.Prefix, i) }
+
+// DeadLetterExchange is where poison rides are sent.
+func (c Config) DeadLetterExchange() string { return c.Prefix + ".dlx" }
+
+// DeadLetterQueue holds the poison rides until an operator replays them.
+func (c Config) DeadLetterQueue() string { return c.Prefix + ".dlq" }
+
+// shardOf keeps one skier's rides in one queue, hence in order.
+func (c Config) shardOf(skierID int32) int { return int(uint32(skierID) % uint32(c.Shards)) }
+
+// perShardMaxLength rounds up so the shards together hold at least MaxLength.
+func (c Config) perShardMaxLength() int {
+	return (c.MaxLength + c.Shards - 1) / c.Shards
+}
+
+// redactedURL is the URL fit for an error message: the password masked.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable AMQP URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,460 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cenkalti/backoff/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// deliveryCountHeader counts deliveries of a classic-queue ride across the
+// requeues this adapter does itself (classic queues keep no count).
+const deliveryCountHeader = "x-skidata-deliveries"
+
+// consumer is the subscribing side: one connection, one channel per shard.
+// Each channel is a lane with its own id, never reused: delivery tags are per
+// channel, so an ack is sent only on the channel that delivered, and a
+// delivery from a channel that has died is not acked at all (the broker
+// redelivers it, which the idempotent stores absorb).
+type consumer struct {
+	b   *Broker
+	out chan ports.Delivery
+
+	mu         sync.Mutex
+	lanes      map[uint32]*lane
+	nextLane   uint32
+	held       int64 // received from the broker on live lanes, not yet settled
+	forwarders int
+	closing    bool
+	finished   bool
+
+	closingCh  chan struct{} // closed by Close: hand out nothing more
+	finishedCh chan struct{} // closed once out is closed
+	stopRun    context.CancelFunc
+	done       chan struct{} // the run loop has returned
+}
+
+type lane struct {
+	id    uint32
+	shard int
+	ch    *amqp.Channel
+	tag   string
+
+	sendMu  sync.Mutex // orders acks and nacks on the channel
+	pending map[uint64]amqp.Delivery
+	dead    bool
+}
+
+// Deliveries starts consuming every shard. It may be called once per Broker.
+// The channel closes after Close (or ctx ending) once every ride handed out
+// has been acked or nacked.
+func (b *Broker) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	if b.sub != nil {
+		return nil, errors.New("rabbitmq: Deliveries called twice on one Broker")
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	c := &consumer{
+		b:          b,
+		out:        make(chan ports.Delivery),
+		lanes:      map[uint32]*lane{},
+		closingCh:  make(chan struct{}),
+		finishedCh: make(chan struct{}),
+		stopRun:    stop,
+		done:       make(chan struct{}),
+	}
+	conn, err := c.connect(ctx)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("rabbitmq: start consuming: %w", err)
+	}
+	b.sub = c
+	go c.run(runCtx, conn)
+	go func() {
+		select {
+		case <-ctx.Done():
+			c.close()
+		case <-c.finishedCh:
+		}
+	}()
+	return c.out, nil
+}
+
+// connect opens the consuming connection and one lane per shard.
+func (c *consumer) connect(ctx context.Context) (*amqp.Connection, error) {
+	b := c.b
+	conn, err := b.dial(ctx, "consume")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.declare(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.url, err)
+	}
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		conn.Close()
+		return nil, errors.New("subscriber closed")
+	}
+	for shard := range b.cfg.Shards {
+		if err := c.openLane(conn, shard); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: rabbitmq at %s: consume %s: %w", domain.ErrUnavailable, b.url, b.cfg.ShardQueue(shard), err)
+		}
+	}
+	return conn, nil
+}
+
+func (c *consumer) openLane(conn *amqp.Connection, shard int) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	if err := ch.Qos(c.b.cfg.Prefetch, 0, false); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.nextLane++
+	l := &lane{id: c.nextLane, shard: shard, ch: ch, pending: map[uint64]amqp.Delivery{}}
+	l.tag = fmt.Sprintf("%s.%d", c.b.cfg.ConnectionName, l.id)
+	c.mu.Unlock()
+	msgs, err := ch.Consume(c.b.cfg.ShardQueue(shard), l.tag, false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.lanes[l.id] = l
+	c.forwarders++
+	c.mu.Unlock()
+	go c.forward(l, msgs)
+	return nil
+}
+
+// run keeps the consuming connection up until the subscriber has finished.
+func (c *consumer) run(ctx context.Context, conn *amqp.Connection) {
+	defer close(c.done)
+	for {
+		closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+		select {
+		case <-closed:
+			c.dropLanes()
+		case <-c.finishedCh:
+			conn.Close()
+			return
+		case <-ctx.Done(): // Disconnect: no more waiting for acks
+			conn.Close()
+			c.dropLanes()
+			return
+		}
+		next, err := backoff.Retry(ctx, func() (*amqp.Connection, error) {
+			c.mu.Lock()
+			closing := c.closing
+			c.mu.Unlock()
+			if closing {
+				return nil, backoff.Permanent(errors.New("subscriber closed"))
+			}
+			return c.connect(ctx)
+		}, backoff.WithBackOff(c.b.newBackOff()), backoff.WithMaxElapsedTime(0))
+		if err != nil {
+			c.maybeFinish()
+			return
+		}
+		conn = next
+	}
+}
+
+// dropLanes forgets every lane after the connection died: the broker has
+// already put their unacked rides back in the queue.
+func (c *consumer) dropLanes() {
+	c.mu.Lock()
+	for id, l := range c.lanes {
+		l.dead = true
+		c.held -= int64(len(l.pending))
+		clear(l.pending)
+		delete(c.lanes, id)
+	}
+	c.mu.Unlock()
+	c.maybeFinish()
+}
+
+// forward takes the lane's deliveries off the library eagerly (so they are
+// counted in Depth) and hands them out one by one. Undecodable bodies are
+// dead-lettered at once: no retry can make them readable.
+func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
+	defer func() {
+		c.mu.Lock()
+		c.forwarders--
+		c.mu.Unlock()
+		c.maybeFinish()
+	}()
+	var queue []ports.Delivery
+	closingCh := c.closingCh
+	closing := false
+	for msgs != nil || (len(queue) > 0 && !closing) {
+		var send chan<- ports.Delivery
+		var head ports.Delivery
+		if len(queue) > 0 && !closing {
+			send, head = c.out, queue[0]
+		}
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				if l.isDead() {
+					queue = nil // the broker requeued them with the channel
+				}
+				continue
+			}
+			ride, err := decodeRide(m.Body)
+			if err != nil {
+				_ = m.Nack(false, false) // to the dead-letter exchange
+				continue
+			}
+			c.track(l, m)
+			d := ports.Delivery{Ride: ride, Tag: m.DeliveryTag, Lane: l.id}
+			if closing {
+				_ = c.settle(l, []ports.Delivery{d}, settleRequeue)
+				continue
+			}
+			queue = append(queue, d)
+		case send <- head:
+			queue = queue[1:]
+		case <-closingCh:
+			closingCh, closing = nil, true
+			_ = c.settle(l, queue, settleRequeue)
+			queue = nil
+		}
+	}
+	if len(queue) > 0 {
+		_ = c.settle(l, queue, settleRequeue)
+	}
+}
+
+func (l *lane) isDead() bool {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	return l.dead
+}
+
+func (c *consumer) track(l *lane, m amqp.Delivery) {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.dead {
+		return
+	}
+	l.pending[m.DeliveryTag] = m
+	c.held++
+}
+
+func (c *consumer) heldCount() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
+// Ack acknowledges a batch the store has written.
+func (b *Broker) Ack(_ context.Context, batch []ports.Delivery) error {
+	return b.settleAll(batch, settleAck)
+}
+
+// Nack hands a batch back to be delivered again. A ride delivered
+// DeliveryLimit times goes to the dead-letter queue instead.
+func (b *Broker) Nack(_ context.Context, batch []ports.Delivery) error {
+	return b.settleAll(batch, settleRequeue)
+}
+
+func (b *Broker) settleAll(batch []ports.Delivery, how settleMode) error {
+	b.subMu.Lock()
+	c := b.sub
+	b.subMu.Unlock()
+	if c == nil {
+		return errors.New("rabbitmq: Ack or Nack before Deliveries")
+	}
+	byLane := map[uint32][]ports.Delivery{}
+	for _, d := range batch {
+		byLane[d.Lane] = append(byLane[d.Lane], d)
+	}
+	var errs []error
+	for id, ds := range byLane {
+		c.mu.Lock()
+		l := c.lanes[id]
+		c.mu.Unlock()
+		if l == nil {
+			continue // that channel died; the broker redelivers its rides
+		}
+		if err := c.settle(l, ds, how); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.maybeFinish()
+	return errors.Join(errs...)
+}
+
+type settleMode int
+
+const (
+	settleAck settleMode = iota
+	settleRequeue
+)
+
+// settle acks or nacks deliveries of one lane. It uses one multiple-ack when
+// the batch holds every pending tag up to its highest (the usual case for a
+// persister that acks in order), else one frame per delivery: a multiple-ack
+// must never cover a delivery still being processed.
+func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	c.mu.Lock()
+	if l.dead {
+		c.mu.Unlock()
+		return nil
+	}
+	var tags []uint64
+	var msgs []amqp.Delivery
+	for _, d := range ds {
+		if m, ok := l.pending[d.Tag]; ok {
+			tags = append(tags, d.Tag)
+			msgs = append(msgs, m)
+			delete(l.pending, d.Tag)
+		}
+	}
+	if len(tags) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.held -= int64(len(tags))
+	top := slices.Max(tags)
+	multiple := len(tags) > 1
+	for t := range l.pending {
+		if t <= top {
+			multiple = false
+			break
+		}
+	}
+	c.mu.Unlock()
+
+	if how == settleRequeue && c.b.cfg.QueueType == QueueTypeClassic && c.b.cfg.DeliveryLimit > 0 {
+		return c.requeueCounted(l, msgs)
+	}
+	var err error
+	switch {
+	case how == settleAck && multiple:
+		err = l.ch.Ack(top, true)
+	case how == settleRequeue && multiple:
+		err = l.ch.Nack(top, true, true)
+	default:
+		for _, t := range tags {
+			if how == settleAck {
+				err = errors.Join(err, l.ch.Ack(t, false))
+			} else {
+				err = errors.Join(err, l.ch.Nack(t, false, true))
+			}
+		}
+	}
+	if err != nil {
+		verb := map[settleMode]string{settleAck: "ack", settleRequeue: "nack"}[how]
+		return fmt.Errorf("%w: %s %d rides on %s (they will be delivered again): %w", domain.ErrUnavailable, verb, len(tags), c.b.cfg.ShardQueue(l.shard), err)
+	}
+	return nil
+}
+
+// requeueCounted is Nack for classic queues, which keep no delivery count:
+// the ride is republished with its count in a header (confirmed) and the old
+// copy acked, or dead-lettered once it reached the limit. Rides redelivered
+// because a consumer died are not counted this way.
+func (c *consumer) requeueCounted(l *lane, msgs []amqp.Delivery) error {
+	var errs []error
+	for _, m := range msgs {
+		n := headerInt(m.Headers, deliveryCountHeader) + 1
+		if n >= int64(c.b.cfg.DeliveryLimit) {
+			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, false))
+			continue
+		}
+		headers := amqp.Table{deliveryCountHeader: n}
+		if err := c.b.publishRaw(context.Background(), m.RoutingKey, m.MessageId, m.Body, headers); err != nil {
+			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, true))
+			continue
+		}
+		errs = append(errs, l.ch.Ack(m.DeliveryTag, false))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: requeue %d rides on %s: %w", domain.ErrUnavailable, len(msgs), c.b.cfg.ShardQueue(l.shard), err)
+	}
+	return nil
+}
+
+func headerInt(h amqp.Table, key string) int64 {
+	switch v := h[key].(type) {
+	case int64:
+		return v
+	case int32:
+		return int64(v)
+	case int:
+		return int64(v)
+	}
+	return 0
+}
+
+// Close stops handing out rides (the ones prefetched but not handed out go
+// back to the broker); the deliveries channel closes once every ride handed
+// out has been acked or nacked. The connection stays up for those acks:
+// Disconnect closes it.
+func (b *Broker) Close() error {
+	b.subMu.Lock()
+	c := b.sub
+	b.subMu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	return nil
+}
+
+func (c *consumer) close() {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.closing = true
+	close(c.closingCh)
+	lanes := make([]*lane, 0, len(c.lanes))
+	for _, l := range c.lanes {
+		lanes = append(lanes, l)
+	}
+	c.mu.Unlock()
+	for _, l := range lanes {
+		_ = l.ch.Cancel(l.tag, false) // ends the lane's delivery stream
+	}
+	c.maybeFinish()
+}
+
+// maybeFinish closes the deliveries channel once closing and settled.
+func (c *consumer) maybeFinish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished || !c.closing || c.forwarders > 0 || c.held > 0 {
+		return
+	}
+	c.finished = true
+	close(c.out)
+	close(c.finishedCh)
+}
+
+// stopNow is Disconnect's part: close and stop waiting for acks.
+func (c *consumer) stopNow() {
+	c.close()
+	c.stopRun()
+	<-c.done
+}
