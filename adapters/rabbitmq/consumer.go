@@ -47,7 +47,9 @@ type lane struct {
 	ch    *amqp.Channel
 	tag   string
 
-	sendMu  sync.Mutex // orders acks and nacks on the channel
+	sendMu sync.Mutex // orders acks and nacks on the channel
+
+	// Guarded by consumer.mu.
 	pending map[uint64]amqp.Delivery
 	dead    bool
 }
@@ -210,7 +212,7 @@ func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 		case m, ok := <-msgs:
 			if !ok {
 				msgs = nil
-				if l.isDead() {
+				if c.isDead(l) {
 					queue = nil // the broker requeued them with the channel
 				}
 				continue
@@ -240,9 +242,9 @@ func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 	}
 }
 
-func (l *lane) isDead() bool {
-	l.sendMu.Lock()
-	defer l.sendMu.Unlock()
+func (c *consumer) isDead(l *lane) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return l.dead
 }
 

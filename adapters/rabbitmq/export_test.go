@@ -1,0 +1,14 @@
+package rabbitmq
+
+// KillConsumerConnection closes the consuming connection without acking or
+// nacking anything and without reconnecting, as a crashed process would: the
+// broker requeues every delivery it held.
+func (b *Broker) KillConsumerConnection() {
+	b.subMu.Lock()
+	c := b.sub
+	b.subMu.Unlock()
+	if c != nil {
+		c.stopRun()
+		<-c.done
+	}
+}
