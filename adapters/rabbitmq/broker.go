@@ -145,8 +145,9 @@ func (b *Broker) shardArgs() amqp.Table {
 	}
 	if c.QueueType == QueueTypeQuorum && c.DeliveryLimit > 0 {
 		// The quorum queue counts deliveries itself (nacks and consumers
-		// that died holding the ride) and dead-letters past the limit.
-		args["x-delivery-limit"] = int64(c.DeliveryLimit)
+		// that died holding the ride) and dead-letters a ride returned more
+		// than x-delivery-limit times, i.e. after limit+1 deliveries.
+		args["x-delivery-limit"] = int64(c.DeliveryLimit - 1)
 	}
 	return args
 }

@@ -80,9 +80,11 @@ func (b *Broker) DLQReplay(ctx context.Context) (int, error) {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", b.cfg.DeadLetterQueue(), err)
 		}
-		// Bounded by the count at the start, so letters that die again
-		// while we replay are not replayed in a loop.
-		for range q.Messages {
+		// Until the queue is empty, but bounded, so letters that die again
+		// while we replay are not replayed in a loop. The count at the
+		// start is only a guide: letters a lister just handed back may not
+		// be counted yet.
+		for range q.Messages + 1000 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -1,0 +1,172 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/queuetest"
+)
+
+// publishGarbage puts a body no adapter wrote into shard 0's queue.
+func publishGarbage(t *testing.T, b *rabbitmq.Broker) {
+	t.Helper()
+	conn, err := amqp.Dial(testURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ is needed for this test: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := ch.PublishWithDeferredConfirm("", b.Config().ShardQueue(0), false, false, amqp.Publishing{Body: []byte(`{"not":"a ride"}`), MessageId: "garbage"})
+	if err != nil || !dc.Wait() {
+		t.Fatalf("publish garbage: %v", err)
+	}
+}
+
+func dlqHolds(t *testing.T, ctx context.Context, b *rabbitmq.Broker, n int) []rabbitmq.DeadLetter {
+	t.Helper()
+	var dls []rabbitmq.DeadLetter
+	waitFor(t, 20*time.Second, "the dead-letter queue holds the poison", func() bool {
+		var err error
+		dls, err = b.DLQList(ctx, 10)
+		return err == nil && len(dls) == n
+	})
+	return dls
+}
+
+func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
+	b := openBroker(t, rabbitmq.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	publishGarbage(t, b)
+	good := queuetest.Rides(1, 7)[0]
+	if err := b.Publish(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Deliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ch:
+		if d.Ride != good {
+			t.Fatalf("delivered %v; want the good ride %v (the garbage must never be handed out)", d.Ride, good)
+		}
+		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the good ride behind the garbage was not delivered")
+	}
+	dls := dlqHolds(t, ctx, b, 1)
+	if dls[0].BodyErr == "" || dls[0].MessageID != "garbage" || dls[0].Queue != b.Config().ShardQueue(0) {
+		t.Errorf("dead letter = %+v; want the garbage from %s with its decode error", dls[0], b.Config().ShardQueue(0))
+	}
+	// Replaying leaves unreadable letters where they are.
+	if n, err := b.DLQReplay(ctx); err != nil || n != 0 {
+		t.Errorf("DLQReplay = %d, %v; want 0 rides moved", n, err)
+	}
+	dlqHolds(t, ctx, b, 1)
+}
+
+// testDeliveryLimit nacks one ride until it is dead-lettered, then replays it.
+func testDeliveryLimit(t *testing.T, queueType string) {
+	const limit = 3
+	b := openBroker(t, rabbitmq.Config{QueueType: queueType, DeliveryLimit: limit})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ride := queuetest.Rides(1, 9)[0]
+	if err := b.Publish(ctx, ride); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Deliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := 0
+	for deliveries < limit {
+		select {
+		case d := <-ch:
+			deliveries++
+			if err := b.Nack(ctx, []ports.Delivery{d}); err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("ride delivered %d times; want %d before it is dead-lettered", deliveries, limit)
+		}
+	}
+	dls := dlqHolds(t, ctx, b, 1)
+	if dls[0].Ride != ride {
+		t.Errorf("dead letter holds %v; want %v", dls[0].Ride, ride)
+	}
+	select {
+	case d := <-ch:
+		t.Fatalf("ride %v delivered again after %d deliveries; want it dead-lettered", d.Ride, limit)
+	default:
+	}
+
+	// The letter DLQList just looked at returns to the queue asynchronously,
+	// so replay until it has been moved.
+	moved := 0
+	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
+		n, err := b.DLQReplay(ctx)
+		if err != nil {
+			t.Fatalf("DLQReplay: %v", err)
+		}
+		moved += n
+		return moved > 0
+	})
+	if moved != 1 {
+		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
+	}
+	select {
+	case d := <-ch:
+		if d.Ride != ride {
+			t.Fatalf("after replay delivered %v; want %v", d.Ride, ride)
+		}
+		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("replayed ride was not delivered")
+	}
+	dlqHolds(t, ctx, b, 0)
+}
+
+func TestRideNackedDeliveryLimitTimesIsDeadLetteredQuorum(t *testing.T) {
+	testDeliveryLimit(t, rabbitmq.QueueTypeQuorum)
+}
+
+func TestRideNackedDeliveryLimitTimesIsDeadLetteredClassic(t *testing.T) {
+	testDeliveryLimit(t, rabbitmq.QueueTypeClassic)
+}
+
+func TestOpenUnreachableBrokerNamesURLWithoutPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens there.
+	_, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: "amqp://skier:s3cret@127.0.0.1:1/"})
+	if err == nil {
+		t.Fatal("Open of an unreachable broker succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "127.0.0.1:1") || strings.Contains(msg, "s3cret") || !strings.Contains(msg, "unreachable") {
+		t.Errorf("error %q; want it to name 127.0.0.1:1, say unreachable, and hide the password", msg)
+	}
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("error %v does not wrap ErrUnavailable", err)
+	}
+}
