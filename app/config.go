@@ -19,6 +19,7 @@ type Config struct {
 	Store           string
 	Queue           string
 	QueueCapacity   int
+	AMQP            AMQPConfig
 	Persister       PersisterConfig
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -43,18 +44,22 @@ type PostgresConfig struct {
 // The choices a Config may name.
 var (
 	Stores = []string{"memory", "postgres"}
-	Queues = []string{"inproc"}
+	Queues = []string{"inproc", "rabbitmq"}
 	Roles  = []string{"all", "api", "consumer"}
 )
 
 // DefaultConfig is the configuration with nothing set: in memory, on :8080.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          ":8080",
-		Role:            "all",
-		Store:           "memory",
-		Queue:           "inproc",
-		QueueCapacity:   100_000,
+		Listen:        ":8080",
+		Role:          "all",
+		Store:         "memory",
+		Queue:         "inproc",
+		QueueCapacity: 100_000,
+		AMQP: AMQPConfig{
+			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
+			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishTimeout: 5 * time.Second,
+		},
 		Persister:       PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		LogFormat:       "text",
@@ -70,7 +75,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(Stores, "|"))
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(Queues, "|"))
-	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the in-process queue holds; beyond it POST answers 503")
+	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready rides over all shards); beyond it POST answers 503")
+	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq)")
+	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
+	fs.IntVar(&c.AMQP.Shards, "amqp-shards", c.AMQP.Shards, "RabbitMQ queues rides are spread over by skier")
+	fs.StringVar(&c.AMQP.QueueType, "amqp-queue-type", c.AMQP.QueueType, "RabbitMQ queue type: quorum|classic")
+	fs.IntVar(&c.AMQP.Prefetch, "amqp-prefetch", c.AMQP.Prefetch, "unacknowledged rides the persister takes ahead per RabbitMQ queue")
+	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue")
+	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
+	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
 	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a failing batch is retried before it goes back to the queue")
@@ -159,6 +172,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)
 	}
 	return nil
+}
+
+// AMQPConfig configures the RabbitMQ queue (--queue rabbitmq).
+type AMQPConfig struct {
+	URL             string
+	Prefix          string
+	Shards          int
+	QueueType       string
+	Prefetch        int
+	DeliveryLimit   int
+	PublishChannels int
+	PublishTimeout  time.Duration
 }
 
 // RunsAPI reports whether this process serves the API.

@@ -21,7 +21,7 @@ func initMemory(ctx context.Context, cfg Config) (*Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	appQueueAdapter, cleanup, err := provideQueue(cfg)
+	appQueueAdapter, cleanup, err := provideQueue(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,7 +31,7 @@ func initMemory(ctx context.Context, cfg Config) (*Service, func(), error) {
 	query := NewQuery(catalog, rideStore)
 	endpointStats := NewEndpointStats()
 	storeProbe := memoryProbe()
-	appQueueProbe := queueProbe(cfg)
+	appQueueProbe := queueProbe(cfg, appQueueAdapter)
 	queueStats := queueStatsOf(appQueueAdapter)
 	health := NewHealth(storeProbe, appQueueProbe, queueStats)
 	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
@@ -57,7 +57,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	appQueueAdapter, cleanup2, err := provideQueue(cfg)
+	appQueueAdapter, cleanup2, err := provideQueue(ctx, cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -68,7 +68,7 @@ func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
 	query := NewQuery(catalog, rideStore)
 	endpointStats := NewEndpointStats()
 	storeProbe := postgresProbe(db)
-	appQueueProbe := queueProbe(cfg)
+	appQueueProbe := queueProbe(cfg, appQueueAdapter)
 	queueStats := queueStatsOf(appQueueAdapter)
 	health := NewHealth(storeProbe, appQueueProbe, queueStats)
 	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)

@@ -1,0 +1,46 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/test/apitest"
+)
+
+// TestMemoryRabbitMQEndToEnd runs the API suite with rides going through
+// RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on queues of its own,
+// deleted afterwards.
+func TestMemoryRabbitMQEndToEnd(t *testing.T) {
+	url := os.Getenv("SKIDATA_TEST_AMQP_URL")
+	if url == "" {
+		url = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	prefix := fmt.Sprintf("skitest.e2e.%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Declared as the service declares them, so the arguments match.
+	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity})
+	if err != nil {
+		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := admin.DeleteTopology(ctx); err != nil {
+			t.Logf("delete test queues %s.*: %v", prefix, err)
+		}
+		_ = admin.Disconnect()
+	})
+
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Queue = "rabbitmq"
+	cfg.AMQP.URL = url
+	cfg.AMQP.Prefix = prefix
+	apitest.Run(t, apitest.Start(t, cfg))
+}
