@@ -37,4 +37,14 @@ if ! pg_up; then
   wait_for "PostgreSQL on 127.0.0.1:5432" pg_up
 fi
 echo "services: PostgreSQL answers on 127.0.0.1:5432"
+
+# RabbitMQ: the rabbitmq adapter's contract, failure and end-to-end tests.
+# SKIDATA_TEST_AMQP_URL points the tests at another broker instead.
+if [[ -z "${SKIDATA_TEST_AMQP_URL:-}" ]] && ! port_open 5672; then
+  command -v rabbitmq-server >/dev/null || fail "RabbitMQ is not running on 127.0.0.1:5672 and not installed (apt-get install rabbitmq-server)"
+  echo "services: starting RabbitMQ"
+  rabbitmq-server -detached
+  wait_for RabbitMQ port_open 5672
+fi
+command -v rabbitmqctl >/dev/null || fail "rabbitmqctl is needed by the RabbitMQ connection-cut test"
 echo "services: ok"
