@@ -1,0 +1,239 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// AbandonedStore keeps one item per skier, day and resort: the list of the
+// skier's rides there, their total vertical, and the set of ride ids already
+// added; see docs/dynamodb.md for why the project moved away from it.
+type AbandonedStore struct {
+	base
+}
+
+// rideKey is a ride's identity within its skier-day item: the item's key
+// already fixes resort, season, day and skier, so time and lift are enough,
+// and keeping the key short keeps the item (400 KB at most) from filling up.
+func rideKey(r domain.LiftRide) string {
+	return strconv.Itoa(int(r.Time)) + "/" + strconv.Itoa(int(r.LiftID))
+}
+
+// addRide appends the ride to its skier-day item, unless the item's RideKeys
+// already hold it (a redelivery): the condition and the update are one atomic
+// step, so concurrent writers of the same ride add it once.
+const addRideUpdate = "SET #list = list_append(if_not_exists(#list, :empty), :ride), " +
+	"#r = :r, #season = :season, #day = :day, #g = :g " +
+	"ADD #total :vert, #keys :keyset"
+
+const addRideCondition = "NOT contains(#keys, :key)"
+
+// AddRides sends one conditional UpdateItem per distinct ride, several in
+// flight. A ride already stored fails the condition; that is its success.
+func (s *AbandonedStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for _, r := range dedupe(rides) {
+		g.Go(func() error { return s.addRide(gctx, r) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
+	}
+	return nil
+}
+
+func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table),
+		Key: item{
+			attrSkierID: numAttr(int64(r.SkierID)),
+			attrSortKey: strAttr(skierDaySortKey(r.SeasonID, r.DayID, r.ResortID)),
+		},
+		UpdateExpression:    aws.String(addRideUpdate),
+		ConditionExpression: aws.String(addRideCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#list": attrLiftList, "#r": attrResortID, "#season": attrSeasonID, "#day": attrDayID,
+			"#g": attrSeasonDaySkier, "#total": attrTotalVertical, "#keys": attrRideKeys,
+		},
+		ExpressionAttributeValues: item{
+			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+			":ride": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: item{
+				attrLiftID: numAttr(int64(r.LiftID)),
+				attrTime:   numAttr(int64(r.Time)),
+			}}}},
+			":r":      numAttr(int64(r.ResortID)),
+			":season": strAttr(r.SeasonID),
+			":day":    numAttr(int64(r.DayID)),
+			":g":      strAttr(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID)),
+			":vert":   numAttr(int64(r.Vertical())),
+			":keyset": &types.AttributeValueMemberSS{Value: []string{rideKey(r)}},
+			":key":    strAttr(rideKey(r)),
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	})
+	var already *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
+		return nil
+	case errors.As(err, &already):
+		// Already stored. A failed condition still costs a write unit,
+		// but the error carries no ConsumedCapacity: count the request.
+		s.record("AddRides", true)
+		return nil
+	case itemTooLarge(err):
+		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
+			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
+				"one skier-day item holds about %d rides (DynamoDB's 400 KB item limit): %w",
+			r.Key(), r.SkierID, r.SeasonID, r.DayID, r.ResortID, RidesPerSkierDayItem, err)}
+	default:
+		return unavailable(fmt.Errorf("update item for ride %s: %w", r.Key(), err))
+	}
+}
+
+// RidesPerSkierDayItem is about how many rides fit one skier-day item before
+// it reaches DynamoDB's 400 KB item limit. Each ride adds a list element
+// {LiftID, Time} (a map with two attribute names and two numbers, about 22
+// bytes) and a RideKeys string ("time/lift", about 10 bytes), about 32 bytes
+// in all; the fixed attributes take under 150 bytes. 400 KB / 32 B ≈ 12,800.
+// docs/dynamodb.md explains the arithmetic and why that is no real limit.
+const RidesPerSkierDayItem = 12_800
+
+// itemTooLarge tells DynamoDB's (and dynalite's) refusal of an update that
+// would grow an item past the size limit. It has no error type of its own:
+// it is a ValidationException with this message.
+func itemTooLarge(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(api.ErrorMessage(), "Item size")
+}
+
+// UniqueSkiers counts the resort index's entries for the day: there is one
+// item, and so one index entry, per skier, day and resort.
+func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+	n := 0
+	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
+		IndexName:                 aws.String(ResortIndexName),
+		KeyConditionExpression:    aws.String("#r = :r AND begins_with(#g, :day)"),
+		ExpressionAttributeNames:  map[string]string{"#r": attrResortID, "#g": attrSeasonDaySkier, "#s": attrSkierID},
+		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
+		ProjectionExpression:      aws.String("#s"),
+	}, func(item) error { n++; return nil })
+	return n, err
+}
+
+// SkierDayVertical reads the pre-aggregated total of one item.
+func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	const op = "SkierDayVertical"
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table),
+		Key: item{
+			attrSkierID: numAttr(int64(skierID)),
+			attrSortKey: strAttr(skierDaySortKey(seasonID, dayID, resortID)),
+		},
+		ProjectionExpression:     aws.String("#t"),
+		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))
+	}
+	s.record(op, false, capacity(out.ConsumedCapacity)...)
+	if len(out.Item) == 0 {
+		return 0, nil
+	}
+	v, err := getNum(out.Item, attrTotalVertical)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return int(v), nil
+}
+
+// skierDays queries the skier's items whose sort key starts with prefix.
+func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID int32, prefix string, filterResort int32, projection []string, each func(item) error) error {
+	names := map[string]string{"#k": attrSkierID, "#sk": attrSortKey}
+	proj := make([]string, len(projection))
+	for i, p := range projection {
+		proj[i] = "#p" + strconv.Itoa(i)
+		names[proj[i]] = p
+	}
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
+		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
+	}
+	if filterResort != 0 {
+		in.FilterExpression = aws.String("#r = :r")
+		names["#r"] = attrResortID
+		in.ExpressionAttributeValues[":r"] = numAttr(int64(filterResort))
+	}
+	return s.query(ctx, op, in, each)
+}
+
+// SkierSeasonVerticals sums the skier's day totals at the resort per season.
+func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+	totals := seasonTotals{}
+	if err := s.skierDays(ctx, "SkierSeasonVerticals", skierID, "", resortID, []string{attrSeasonID, attrTotalVertical}, totals.adder(attrTotalVertical)); err != nil {
+		return nil, err
+	}
+	return totals.sorted(), nil
+}
+
+// SkierDays lists the days of the skier's items in the season.
+func (s *AbandonedStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+	days := daySet{}
+	if err := s.skierDays(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, []string{attrDayID}, days.add); err != nil {
+		return nil, err
+	}
+	return days.sorted(), nil
+}
+
+// SkierDayRides unpacks the ride lists of the skier's items of the day (one
+// per resort visited).
+func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	var out []domain.LiftRide
+	err := s.skierDays(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, []string{attrResortID, attrLiftList}, func(it item) error {
+		resort, err := getNum(it, attrResortID)
+		if err != nil {
+			return err
+		}
+		list, ok := it[attrLiftList].(*types.AttributeValueMemberL)
+		if !ok {
+			return fmt.Errorf("attribute %s is missing or not a list", attrLiftList)
+		}
+		for _, el := range list.Value {
+			m, ok := el.(*types.AttributeValueMemberM)
+			if !ok {
+				return fmt.Errorf("element of %s is not a map", attrLiftList)
+			}
+			lift, err := getNum(m.Value, attrLiftID)
+			if err != nil {
+				return err
+			}
+			tm, err := getNum(m.Value, attrTime)
+			if err != nil {
+				return err
+			}
+			out = append(out, domain.LiftRide{ResortID: int32(resort), SeasonID: seasonID, DayID: dayID, SkierID: skierID, Time: int32(tm), LiftID: int32(lift)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, compareRidesInDay)
+	return out, nil
+}

@@ -1,0 +1,263 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/cenkalti/backoff/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// batchSize is BatchWriteItem's limit of put requests per call.
+const batchSize = 25
+
+// AdoptedStore keeps one item per ride; see docs/dynamodb.md.
+type AdoptedStore struct {
+	base
+	// newBackOff makes the backoff between UnprocessedItems retries; nil
+	// means the default. Tests shorten it.
+	newBackOff func() backoff.BackOff
+}
+
+var errUnprocessed = errors.New("DynamoDB left items unprocessed")
+
+func rideItem(r domain.LiftRide) item {
+	return item{
+		attrSkierID:        numAttr(int64(r.SkierID)),
+		attrSortKey:        strAttr(rideSortKey(r)),
+		attrResortID:       numAttr(int64(r.ResortID)),
+		attrSeasonID:       strAttr(r.SeasonID),
+		attrDayID:          numAttr(int64(r.DayID)),
+		attrTime:           numAttr(int64(r.Time)),
+		attrLiftID:         numAttr(int64(r.LiftID)),
+		attrVertical:       numAttr(int64(r.Vertical())),
+		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID)),
+	}
+}
+
+func itemRide(it item) (domain.LiftRide, error) {
+	var vals [5]int64
+	for i, name := range []string{attrResortID, attrDayID, attrSkierID, attrTime, attrLiftID} {
+		n, err := getNum(it, name)
+		if err != nil {
+			return domain.LiftRide{}, err
+		}
+		vals[i] = n
+	}
+	season, err := getStr(it, attrSeasonID)
+	if err != nil {
+		return domain.LiftRide{}, err
+	}
+	return domain.LiftRide{ResortID: int32(vals[0]), SeasonID: season, DayID: int(vals[1]), SkierID: int32(vals[2]), Time: int32(vals[3]), LiftID: int32(vals[4])}, nil
+}
+
+// AddRides writes the rides as puts of 25, several requests in flight. A put
+// of a ride already stored overwrites the same item with the same values,
+// which is what makes a redelivered batch harmless. Duplicates are dropped
+// first because BatchWriteItem rejects a request naming one key twice.
+func (s *AdoptedStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
+	unique := dedupe(rides)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for chunk := range slices.Chunk(unique, batchSize) {
+		reqs := make([]types.WriteRequest, len(chunk))
+		for i, r := range chunk {
+			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: rideItem(r)}}
+		}
+		g.Go(func() error { return s.writeBatch(gctx, reqs) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
+	}
+	return nil
+}
+
+// writeBatch sends one BatchWriteItem and then what it leaves unprocessed
+// (throttled) again, with exponential backoff and jitter, until everything
+// is written or ctx ends.
+func (s *AdoptedStore) writeBatch(ctx context.Context, reqs []types.WriteRequest) error {
+	pending := map[string][]types.WriteRequest{s.table: reqs}
+	b := s.backOff()
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		out, err := s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+			RequestItems:           pending,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+		})
+		if err != nil {
+			// The SDK has already retried throttling and transient errors.
+			return struct{}{}, backoff.Permanent(unavailable(fmt.Errorf("batch write: %w", err)))
+		}
+		s.record("AddRides", true, out.ConsumedCapacity...)
+		if len(out.UnprocessedItems) > 0 {
+			pending = out.UnprocessedItems
+			return struct{}{}, errUnprocessed
+		}
+		return struct{}{}, nil
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
+	return err
+}
+
+func (s *AdoptedStore) backOff() backoff.BackOff {
+	if s.newBackOff != nil {
+		return s.newBackOff()
+	}
+	b := backoff.NewExponentialBackOff() // jitter: RandomizationFactor 0.5
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 5 * time.Second
+	return b
+}
+
+func dedupe(rides []domain.LiftRide) []domain.LiftRide {
+	seen := make(map[domain.LiftRide]struct{}, len(rides))
+	out := make([]domain.LiftRide, 0, len(rides))
+	for _, r := range rides {
+		if _, dup := seen[r]; !dup {
+			seen[r] = struct{}{}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// UniqueSkiers queries the resort index for the day's entries (one per
+// ride) and counts the distinct skiers among them.
+func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+	skiers := map[int64]struct{}{}
+	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
+		IndexName:              aws.String(ResortIndexName),
+		KeyConditionExpression: aws.String("#r = :r AND begins_with(#g, :day)"),
+		ExpressionAttributeNames: map[string]string{
+			"#r": attrResortID, "#g": attrSeasonDaySkier, "#s": attrSkierID,
+		},
+		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
+		ProjectionExpression:      aws.String("#s"),
+	}, func(it item) error {
+		id, err := getNum(it, attrSkierID)
+		skiers[id] = struct{}{}
+		return err
+	})
+	return len(skiers), err
+}
+
+// skierRides queries the skier's rides whose sort key starts with prefix,
+// keeping those of resort when resort is not 0.
+func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID int32, prefix string, resort int32, each func(item) error) error {
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
+		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
+		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
+	}
+	if resort != 0 {
+		// A filter still reads (and bills) the other resorts' rides: a
+		// skier rides at few resorts a day, so the key stays skier-first.
+		in.FilterExpression = aws.String("#r = :r")
+		in.ExpressionAttributeNames["#r"] = attrResortID
+		in.ExpressionAttributeValues[":r"] = numAttr(int64(resort))
+	}
+	return s.query(ctx, op, in, each)
+}
+
+// SkierDayVertical sums the Vertical of the skier's rides of that day at
+// the resort.
+func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	total := 0
+	err := s.skierRides(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
+		v, err := getNum(it, attrVertical)
+		total += int(v)
+		return err
+	})
+	return total, err
+}
+
+// SkierSeasonVerticals reads all the skier's rides at the resort and sums
+// them per season.
+func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+	totals := seasonTotals{}
+	if err := s.skierRides(ctx, "SkierSeasonVerticals", skierID, "", resortID, totals.adder(attrVertical)); err != nil {
+		return nil, err
+	}
+	return totals.sorted(), nil
+}
+
+// SkierDays reads the skier's rides of the season and lists their days.
+func (s *AdoptedStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+	days := daySet{}
+	if err := s.skierRides(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add); err != nil {
+		return nil, err
+	}
+	return days.sorted(), nil
+}
+
+// SkierDayRides reads the skier's rides of the day.
+func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	var out []domain.LiftRide
+	err := s.skierRides(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, func(it item) error {
+		r, err := itemRide(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, compareRidesInDay)
+	return out, nil
+}
+
+// seasonTotals sums vertical per season over the items a query returns.
+type seasonTotals map[string]int
+
+// adder returns the per-item callback that adds the item's vertical
+// attribute (a ride's or a day's) to its season.
+func (t seasonTotals) adder(verticalAttr string) func(item) error {
+	return func(it item) error {
+		season, err := getStr(it, attrSeasonID)
+		if err != nil {
+			return err
+		}
+		v, err := getNum(it, verticalAttr)
+		t[season] += int(v)
+		return err
+	}
+}
+
+func (t seasonTotals) sorted() []domain.SeasonVertical {
+	out := make([]domain.SeasonVertical, 0, len(t))
+	for season, v := range t {
+		out = append(out, domain.SeasonVertical{SeasonID: season, TotalVert: v})
+	}
+	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	return out
+}
+
+// daySet collects the distinct days of the items a query returns.
+type daySet map[int]struct{}
+
+func (days daySet) add(it item) error {
+	d, err := getNum(it, attrDayID)
+	days[int(d)] = struct{}{}
+	return err
+}
+
+func (days daySet) sorted() []int {
+	out := make([]int, 0, len(days))
+	for d := range days {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// compareRidesInDay is the order ports.RideStore.SkierDayRides promises:
+// time, then resort, then lift.
+func compareRidesInDay(a, b domain.LiftRide) int {
+	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ResortID, b.ResortID), cmp.Compare(a.LiftID, b.LiftID))
+}

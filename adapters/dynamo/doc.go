@@ -1,0 +1,18 @@
+// Package dynamo is the DynamoDB store adapter: ports.RideStore in two data
+// models and a ports.ResortStore shared by both, on aws-sdk-go-v2.
+//
+// In the flow (see ARCHITECTURE.md) it sits behind the persister, which
+// hands it batches of rides taken off the queue, and behind the query
+// service, which asks it the read-side questions. Two models exist so the
+// benchmark can compare them (docs/dynamodb.md explains both):
+//
+//   - adopted: one item per ride, written with BatchWriteItem; reads
+//     aggregate in the application.
+//   - abandoned: one item per skier, day and resort holding the list of
+//     rides and a pre-aggregated vertical, written with conditional
+//     UpdateItems.
+//
+// Both count the capacity units DynamoDB reports per operation (Stats) so the
+// benchmark can report cost. Table and index definitions live in tables.go
+// only; CreateTables and DescribeTables serve the `skiapi tables` command.
+package dynamo

@@ -1,0 +1,226 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/storetest"
+)
+
+// One dynalite for the whole test binary; each case has its own tables.
+func TestMain(m *testing.M) {
+	os.Exit(dynamotest.Main(m))
+}
+
+// contractRides keeps the bulk and concurrency cases of the suite quick on
+// dynalite (a single Node.js process on a shared two-core machine).
+const contractRides = 600
+
+// newTables creates a model's tables under a fresh prefix on the client and
+// deletes them when the test ends.
+func newTables(t *testing.T, client *dynamodb.Client, model string) dynamo.Config {
+	t.Helper()
+	cfg := dynamo.Config{TablePrefix: dynamotest.Prefix(t), Model: model}
+	ctx := dynamotest.Context(t)
+	if err := dynamo.CreateTables(ctx, client, cfg.TablePrefix, model); err != nil {
+		t.Fatalf("CreateTables: %v", err)
+	}
+	t.Cleanup(func() {
+		defs, _ := dynamo.TableDefinitions(cfg.TablePrefix, model)
+		for _, d := range defs {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: d.TableName})
+		}
+	})
+	return cfg
+}
+
+func rideStore(t *testing.T, model string, tune func(*dynamo.Config)) dynamo.Store {
+	t.Helper()
+	client := dynamotest.Client(t)
+	cfg := newTables(t, client, model)
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := dynamo.NewRideStore(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAdoptedRideStoreContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelAdopted, nil) },
+		storetest.Options{Rides: contractRides})
+}
+
+func TestAbandonedRideStoreContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelAbandoned, nil) },
+		storetest.Options{Rides: contractRides})
+}
+
+func TestResortStoreContract(t *testing.T) {
+	for _, model := range []string{dynamo.ModelAdopted, dynamo.ModelAbandoned} {
+		t.Run(model, func(t *testing.T) {
+			storetest.RunResorts(t, func(t *testing.T) ports.ResortStore {
+				client := dynamotest.Client(t)
+				return dynamo.NewResortStore(client, newTables(t, client, model))
+			})
+		})
+	}
+}
+
+func mustRide(t *testing.T, resort int32, season string, day int, skier, tm, lift int32) domain.LiftRide {
+	t.Helper()
+	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// With two items a page every query must follow LastEvaluatedKey over
+// several pages and still see everything.
+func TestQueriesFollowEveryPage(t *testing.T) {
+	for _, model := range []string{dynamo.ModelAdopted, dynamo.ModelAbandoned} {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			s := rideStore(t, model, func(c *dynamo.Config) { c.PageLimit = 2 })
+			ctx := dynamotest.Context(t)
+			var rides []domain.LiftRide
+			for skier := int32(1); skier <= 7; skier++ {
+				for day := 1; day <= 3; day++ {
+					rides = append(rides, mustRide(t, 1, "2024", day, skier, int32(10*day), 2))
+				}
+			}
+			if err := s.AddRides(ctx, rides); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.UniqueSkiers(ctx, 1, "2024", 2); err != nil || n != 7 {
+				t.Errorf("UniqueSkiers over pages of 2 = %d, %v; want 7", n, err)
+			}
+			if days, err := s.SkierDays(ctx, 3, "2024"); err != nil || !slices.Equal(days, []int{1, 2, 3}) {
+				t.Errorf("SkierDays over pages of 2 = %v, %v; want [1 2 3]", days, err)
+			}
+			if sv, err := s.SkierSeasonVerticals(ctx, 3, 1); err != nil || len(sv) != 1 || sv[0].TotalVert != 60 {
+				t.Errorf("SkierSeasonVerticals over pages of 2 = %v, %v; want [{2024 60}]", sv, err)
+			}
+			if n, err := s.CountItems(ctx); err != nil || n != 21 {
+				t.Errorf("CountItems over pages of 2 = %d, %v; want 21", n, err)
+			}
+			st := s.Stats()
+			// 7 index entries for the day at 2 a page: at least 4 requests.
+			if got := st["UniqueSkiers"].Requests; got < 4 {
+				t.Errorf("UniqueSkiers sent %d Query requests; want at least 4 pages", got)
+			}
+			if got := st["CountItems"].Requests; got < 11 {
+				t.Errorf("CountItems sent %d Scan requests; want at least 11 pages", got)
+			}
+		})
+	}
+}
+
+// The abandoned model appends to a list: only its condition expression on
+// RideKeys keeps a redelivered ride from being appended and added twice.
+func TestAbandonedConditionKeepsRedeliveredRideOnce(t *testing.T) {
+	t.Parallel()
+	s := rideStore(t, dynamo.ModelAbandoned, nil)
+	ctx := dynamotest.Context(t)
+	r1 := mustRide(t, 1, "2024", 5, 9, 100, 4)
+	r2 := mustRide(t, 1, "2024", 5, 9, 200, 6)
+	for range 3 { // separate calls, so no in-batch dedupe helps
+		if err := s.AddRides(ctx, []domain.LiftRide{r1}); err != nil {
+			t.Fatalf("AddRides(redelivered ride): %v", err)
+		}
+	}
+	if err := s.AddRides(ctx, []domain.LiftRide{r2, r1}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.SkierDayVertical(ctx, 1, "2024", 5, 9); err != nil || v != 100 {
+		t.Errorf("TotalVertical after redeliveries = %d, %v; want 40+60 = 100", v, err)
+	}
+	rides, err := s.SkierDayRides(ctx, 9, "2024", 5)
+	if err != nil || !slices.Equal(rides, []domain.LiftRide{r1, r2}) {
+		t.Errorf("LiftList after redeliveries = %v, %v; want each ride once", rides, err)
+	}
+	if n, err := s.CountItems(ctx); err != nil || n != 1 {
+		t.Errorf("items = %d, %v; want one skier-day item", n, err)
+	}
+}
+
+// A skier-day item that would pass the item-size limit is refused with an
+// ErrInvalid that says so. A dynalite of its own with 1 KB items reaches the
+// limit after a few dozen rides instead of ~12,800.
+func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
+	t.Parallel()
+	srv, err := dynamotest.Start("--maxItemSizeKb", "1")
+	if err != nil {
+		t.Fatalf("no DynamoDB test server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	client := dynamotest.ClientFor(srv.Endpoint)
+	cfg := newTables(t, client, dynamo.ModelAbandoned)
+	cfg.WriteConcurrency = 1
+	s, err := dynamo.NewRideStore(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := dynamotest.Context(t)
+	var rides []domain.LiftRide
+	for tm := range int32(200) {
+		rides = append(rides, mustRide(t, 1, "2024", 1, 1, tm, 1))
+	}
+	err = s.AddRides(ctx, rides)
+	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), "is full") {
+		t.Fatalf("AddRides past the item size = %v; want ErrInvalid saying the item is full", err)
+	}
+	// What was stored before the limit is intact and counted once.
+	got, err := s.SkierDayRides(ctx, 1, "2024", 1)
+	if err != nil || len(got) == 0 || len(got) >= len(rides) {
+		t.Fatalf("rides stored before the limit = %d, %v; want some but not all", len(got), err)
+	}
+	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != 10*len(got) {
+		t.Errorf("vertical = %d, %v; want %d", v, err, 10*len(got))
+	}
+}
+
+func TestCreateTablesIsIdempotentAndDescribed(t *testing.T) {
+	t.Parallel()
+	client := dynamotest.Client(t)
+	cfg := newTables(t, client, dynamo.ModelAdopted)
+	ctx := dynamotest.Context(t)
+	if err := dynamo.CreateTables(ctx, client, cfg.TablePrefix, cfg.Model); err != nil {
+		t.Fatalf("CreateTables on existing tables: %v", err)
+	}
+	desc, err := dynamo.DescribeTables(ctx, client, cfg.TablePrefix, cfg.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		cfg.TablePrefix + "skierTable: ACTIVE", "PAY_PER_REQUEST", "SkierID HASH, SortKey RANGE",
+		"index resort-index", "ResortID HASH, SeasonDaySkier RANGE", "KEYS_ONLY", cfg.TablePrefix + "resortTable: ACTIVE",
+	} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("DescribeTables lacks %q:\n%s", want, desc)
+		}
+	}
+	if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.TablePrefix + "skierTable")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnknownModelIsRefused(t *testing.T) {
+	if _, err := dynamo.NewRideStore(nil, dynamo.Config{Model: "other"}); err == nil {
+		t.Error("NewRideStore with an unknown model succeeded")
+	}
+}

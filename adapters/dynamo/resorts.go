@@ -1,0 +1,106 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// ResortStore keeps the reference data in "<prefix>resortTable", one item
+// per resort: its name and a string set of its seasons. Both ride models
+// share it.
+type ResortStore struct {
+	base
+}
+
+var _ ports.ResortStore = (*ResortStore)(nil)
+
+// NewResortStore returns the resort store on the given client.
+func NewResortStore(api API, cfg Config) *ResortStore {
+	return &ResortStore{base: newBase(api, cfg, cfg.TablePrefix+ResortTableName)}
+}
+
+// Resorts scans the table (a few dozen items at most) and sorts by id.
+func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
+	var out []domain.Resort
+	err := s.scan(ctx, "Resorts", &dynamodb.ScanInput{TableName: aws.String(s.table)}, func(page *dynamodb.ScanOutput) error {
+		for _, it := range page.Items {
+			id, err := getNum(it, attrResortID)
+			if err != nil {
+				return err
+			}
+			name, err := getStr(it, attrName)
+			if err != nil {
+				return err
+			}
+			r := domain.Resort{ID: int32(id), Name: name}
+			if ss, ok := it[attrSeasons].(*types.AttributeValueMemberSS); ok {
+				r.Seasons = slices.Sorted(slices.Values(ss.Value))
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b domain.Resort) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// PutResort sets the name and adds the resort's seasons to the set, so
+// seasons registered earlier stay.
+func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       item{attrResortID: numAttr(int64(r.ID))},
+		UpdateExpression:          aws.String("SET #n = :n"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrName},
+		ExpressionAttributeValues: item{":n": strAttr(r.Name)},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	if len(r.Seasons) > 0 { // a string set cannot be empty
+		*in.UpdateExpression += " ADD #s :s"
+		in.ExpressionAttributeNames["#s"] = attrSeasons
+		in.ExpressionAttributeValues[":s"] = &types.AttributeValueMemberSS{Value: r.Seasons}
+	}
+	out, err := s.api.UpdateItem(ctx, in)
+	if err != nil {
+		return unavailable(fmt.Errorf("put resort %d: %w", r.ID, err))
+	}
+	s.record("PutResort", true, capacity(out.ConsumedCapacity)...)
+	return nil
+}
+
+// AddSeason adds the season to an existing resort's set; the condition
+// keeps it from creating a nameless resort.
+func (s *ResortStore) AddSeason(ctx context.Context, resortID int32, seasonID string) error {
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       item{attrResortID: numAttr(int64(resortID))},
+		UpdateExpression:          aws.String("ADD #s :s"),
+		ConditionExpression:       aws.String("attribute_exists(#id)"),
+		ExpressionAttributeNames:  map[string]string{"#s": attrSeasons, "#id": attrResortID},
+		ExpressionAttributeValues: item{":s": &types.AttributeValueMemberSS{Value: []string{seasonID}}},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	})
+	var missing *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &missing):
+		s.record("AddSeason", true)
+		return domain.NotFound("resort %d does not exist", resortID)
+	case err != nil:
+		return unavailable(fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err))
+	}
+	s.record("AddSeason", true, capacity(out.ConsumedCapacity)...)
+	return nil
+}
