@@ -20,7 +20,7 @@ import (
 // does under throttling (dynalite never throttles). It records what it
 // wrote and how many duplicate keys a single request carried.
 type throttlingAPI struct {
-	API // unused methods panic
+	API        // unused methods panic
 	mu         sync.Mutex
 	calls      int
 	written    map[string]int // sort key -> times written
