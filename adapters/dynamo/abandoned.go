@@ -96,18 +96,20 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 	case itemTooLarge(err):
 		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
 			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
-				"one skier-day item holds about %d rides (DynamoDB's 400 KB item limit): %w",
+				"one skier-day item holds at least %d rides (DynamoDB's 400 KB item limit): %w",
 			r.Key(), r.SkierID, r.SeasonID, r.DayID, r.ResortID, RidesPerSkierDayItem, err)}
 	default:
 		return unavailable(fmt.Errorf("update item for ride %s: %w", r.Key(), err))
 	}
 }
 
-// RidesPerSkierDayItem is about how many rides fit one skier-day item before
+// RidesPerSkierDayItem is at least how many rides fit one skier-day item before
 // it reaches DynamoDB's 400 KB item limit. Each ride adds a list element
 // {LiftID, Time} (a map with two attribute names and two numbers, about 22
 // bytes) and a RideKeys string ("time/lift", about 10 bytes), about 32 bytes
-// in all; the fixed attributes take under 150 bytes. 400 KB / 32 B ≈ 12,800.
+// in all, less for small times and lifts; the fixed attributes take under
+// 150 bytes. (400 KB - 150 B) / 32 B ≈ 12,800. TestAbandonedFullSkierDayIsInvalid
+// checks the estimate on a 1 KB item.
 // docs/dynamodb.md explains the arithmetic and why that is no real limit.
 const RidesPerSkierDayItem = 12_800
 

@@ -189,6 +189,11 @@ func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	if err != nil || len(got) == 0 || len(got) >= len(rides) {
 		t.Fatalf("rides stored before the limit = %d, %v; want some but not all", len(got), err)
 	}
+	// The estimate behind RidesPerSkierDayItem (150 fixed bytes, 32 a
+	// ride) must not promise more than an item holds.
+	if atLeast := (1024 - 150) / 32; len(got) < atLeast {
+		t.Errorf("a 1 KB skier-day item held %d rides; the documented estimate promises %d", len(got), atLeast)
+	}
 	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != 10*len(got) {
 		t.Errorf("vertical = %d, %v; want %d", v, err, 10*len(got))
 	}
