@@ -26,6 +26,7 @@ type Config struct {
 	LogLevel        string
 	SeedDemo        bool
 	Postgres        PostgresConfig
+	Dynamo          DynamoConfig
 }
 
 // PostgresConfig is what --store postgres needs. It is app's own type so
@@ -41,9 +42,19 @@ type PostgresConfig struct {
 	Schema           string
 }
 
+// DynamoConfig is what the DynamoDB stores (--store dynamo-adopted or
+// dynamo-abandoned) need; credentials come from the AWS SDK's default chain
+// (AWS_ACCESS_KEY_ID..., a profile, or a role), never from here.
+type DynamoConfig struct {
+	Region           string
+	Endpoint         string
+	TablePrefix      string
+	WriteConcurrency int
+}
+
 // The choices a Config may name.
 var (
-	Stores = []string{"memory", "postgres"}
+	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned"}
 	Queues = []string{"inproc", "rabbitmq"}
 	Roles  = []string{"all", "api", "consumer"}
 )
@@ -66,6 +77,7 @@ func DefaultConfig() Config {
 		LogLevel:        "info",
 		SeedDemo:        true,
 		Postgres:        PostgresConfig{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
+		Dynamo:          DynamoConfig{WriteConcurrency: 8},
 	}
 }
 
@@ -96,6 +108,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
 	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt")
 	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
+	fs.StringVar(&c.Dynamo.Region, "dynamo-region", c.Dynamo.Region, "DynamoDB region (empty: the AWS SDK's default, AWS_REGION)")
+	fs.StringVar(&c.Dynamo.Endpoint, "dynamo-endpoint", c.Dynamo.Endpoint, "DynamoDB endpoint URL, for a local server such as dynalite (empty: AWS)")
+	fs.StringVar(&c.Dynamo.TablePrefix, "dynamo-table-prefix", c.Dynamo.TablePrefix, "put before the table names: <prefix>skierTable, <prefix>resortTable")
+	fs.IntVar(&c.Dynamo.WriteConcurrency, "dynamo-write-concurrency", c.Dynamo.WriteConcurrency, "DynamoDB write requests kept in flight per batch")
 }
 
 // EnvName is the environment variable that sets a flag: SKI_BATCH_SIZE for

@@ -39,6 +39,8 @@ func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return initMemory(ctx, cfg)
 	case "postgres":
 		return initPostgres(ctx, cfg)
+	case "dynamo-adopted", "dynamo-abandoned":
+		return initDynamo(ctx, cfg)
 	default:
 		return nil, nil, fmt.Errorf("store %q is not built into this binary", cfg.Store)
 	}

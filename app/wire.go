@@ -20,3 +20,8 @@ func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
 	wire.Build(coreSet, queueSet, postgresSet)
 	return nil, nil, nil
 }
+
+func initDynamo(ctx context.Context, cfg Config) (*Service, func(), error) {
+	wire.Build(coreSet, queueSet, dynamoSet)
+	return nil, nil, nil
+}

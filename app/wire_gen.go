@@ -81,3 +81,42 @@ func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
 		cleanup()
 	}, nil
 }
+
+func initDynamo(ctx context.Context, cfg Config) (*Service, func(), error) {
+	logger := NewLogger(cfg)
+	api, err := provideDynamoAPI(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	resortStore := provideDynamoResortStore(api, cfg)
+	appSeedDemo := seedDemo(cfg)
+	catalog, err := NewCatalog(ctx, resortStore, appSeedDemo, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	appQueueAdapter, cleanup, err := provideQueue(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	publisher := publisherOf(appQueueAdapter)
+	ingest := NewIngest(catalog, publisher)
+	rideStore, err := provideDynamoRideStore(api, cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	query := NewQuery(catalog, rideStore)
+	endpointStats := NewEndpointStats()
+	storeProbe := dynamoProbe(resortStore)
+	appQueueProbe := queueProbe(cfg, appQueueAdapter)
+	queueStats := queueStatsOf(appQueueAdapter)
+	health := NewHealth(storeProbe, appQueueProbe, queueStats)
+	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
+	subscriber := subscriberOf(appQueueAdapter)
+	appPersisterConfig := persisterConfig(cfg)
+	persister := NewPersister(subscriber, rideStore, appPersisterConfig, logger)
+	service := NewService(cfg, logger, handler, persister, subscriber, queueStats)
+	return service, func() {
+		cleanup()
+	}, nil
+}

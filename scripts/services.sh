@@ -47,4 +47,12 @@ if [[ -z "${SKIDATA_TEST_AMQP_URL:-}" ]] && ! port_open 5672; then
   wait_for RabbitMQ port_open 5672
 fi
 command -v rabbitmqctl >/dev/null || fail "rabbitmqctl is needed by the RabbitMQ connection-cut test"
+
+# dynalite (the DynamoDB the dynamo adapter's tests use) runs on Node.js and
+# is pinned in test/dynamodb; each test binary starts its own.
+command -v node >/dev/null || fail "node (Node.js) is not installed; dynalite needs it: apt-get install nodejs npm"
+if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
+  echo "services: installing dynalite (npm ci --prefix test/dynamodb)"
+  npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
+fi
 echo "services: ok"

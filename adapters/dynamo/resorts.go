@@ -104,3 +104,18 @@ func (s *ResortStore) AddSeason(ctx context.Context, resortID int32, seasonID st
 	s.record("AddSeason", true, capacity(out.ConsumedCapacity)...)
 	return nil
 }
+
+// Ping reads one absent item of the resort table: it fails when the
+// endpoint, the credentials or the table are missing, for readiness checks.
+func (s *ResortStore) Ping(ctx context.Context) error {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:              aws.String(s.table),
+		Key:                    item{attrResortID: numAttr(0)},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		return unavailable(fmt.Errorf("ping %s: %w", s.table, err))
+	}
+	s.record("Ping", false, capacity(out.ConsumedCapacity)...)
+	return nil
+}

@@ -201,3 +201,19 @@ func Context(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// EndpointOrStart is for tests in a binary without Main (an end-to-end test
+// beside tests that need no DynamoDB): the server EnvEndpoint names, or a
+// dynalite started for this test and stopped when it ends.
+func EndpointOrStart(t testing.TB) string {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return ep
+	}
+	srv, err := Start()
+	if err != nil {
+		t.Fatalf("no DynamoDB test server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.Endpoint
+}
