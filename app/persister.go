@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -36,9 +37,10 @@ type Persister struct {
 	cfg   PersisterConfig
 	log   *slog.Logger
 
-	stored  atomic.Int64
-	batches atomic.Int64
-	failed  atomic.Int64
+	stored   atomic.Int64
+	batches  atomic.Int64
+	failed   atomic.Int64
+	rejected atomic.Int64
 
 	drain     chan struct{}
 	drainOnce sync.Once
@@ -112,20 +114,37 @@ func (p *Persister) Run(ctx context.Context) error {
 	}
 }
 
-// write stores one batch, retrying with backoff, then acks it; if the store
-// keeps failing it nacks the batch so the queue delivers it again.
-func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []domain.LiftRide) {
-	// Ack and nack must reach the queue even while shutting down.
-	settle := context.WithoutCancel(ctx)
-	start := time.Now()
+// store writes rides, retrying with backoff while the failure may pass; a
+// refusal (domain.ErrInvalid) is final and returned at once.
+func (p *Persister) storeRides(ctx context.Context, rides []domain.LiftRide) error {
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		return struct{}{}, p.store.AddRides(ctx, rides)
+		err := p.store.AddRides(ctx, rides)
+		if errors.Is(err, domain.ErrInvalid) {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		return struct{}{}, err
 	},
 		backoff.WithBackOff(newBackoff()),
 		backoff.WithMaxElapsedTime(p.cfg.RetryFor),
 		backoff.WithNotify(func(err error, next time.Duration) {
 			p.log.Warn("persist batch failed; retrying", "rides", len(rides), "retry_in", next, "err", err)
 		}))
+	return err
+}
+
+// write stores one batch, retrying with backoff, then acks it; if the store
+// keeps failing it nacks the batch so the queue delivers it again. If the
+// store refuses the batch as invalid, the rides are written one by one so
+// that only the refused ones are rejected (dead-lettered), never the batch.
+func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []domain.LiftRide) {
+	// Ack and nack must reach the queue even while shutting down.
+	settle := context.WithoutCancel(ctx)
+	start := time.Now()
+	err := p.storeRides(ctx, rides)
+	if errors.Is(err, domain.ErrInvalid) {
+		p.isolate(ctx, batch)
+		return
+	}
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("persist batch failed; handing it back to the queue", "rides", len(rides), "after", time.Since(start).Round(time.Millisecond), "err", err)
@@ -139,6 +158,31 @@ func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []d
 	if aerr := p.sub.Ack(settle, batch); aerr != nil {
 		// Stored but not acked: the queue redelivers, the store dedupes.
 		p.log.Warn("ack failed after the batch was stored; it will be redelivered and deduplicated", "rides", len(batch), "err", aerr)
+	}
+}
+
+// isolate writes a refused batch ride by ride: stored rides are acked,
+// refused ones rejected, and any other failure hands the ride back.
+func (p *Persister) isolate(ctx context.Context, batch []ports.Delivery) {
+	settle := context.WithoutCancel(ctx)
+	for _, d := range batch {
+		err := p.storeRides(ctx, []domain.LiftRide{d.Ride})
+		one := []ports.Delivery{d}
+		switch {
+		case err == nil:
+			p.stored.Add(1)
+			err = p.sub.Ack(settle, one)
+		case errors.Is(err, domain.ErrInvalid):
+			p.rejected.Add(1)
+			p.log.Error("store refused a ride; rejecting it (a broker dead-letters it)", "ride", d.Ride.Key(), "err", err)
+			err = p.sub.Reject(settle, one)
+		default:
+			p.failed.Add(1)
+			err = p.sub.Nack(settle, one)
+		}
+		if err != nil {
+			p.log.Warn("settling a ride failed; the queue will redeliver it", "ride", d.Ride.Key(), "err", err)
+		}
 	}
 }
 

@@ -17,10 +17,11 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // fakeSub hands out what the test feeds it and records acks and nacks.
 type fakeSub struct {
-	ch    chan ports.Delivery
-	mu    sync.Mutex
-	acked []uint64
-	nacks [][]uint64
+	ch       chan ports.Delivery
+	mu       sync.Mutex
+	acked    []uint64
+	nacks    [][]uint64
+	rejected []uint64
 }
 
 func newFakeSub() *fakeSub { return &fakeSub{ch: make(chan ports.Delivery, 1000)} }
@@ -45,6 +46,14 @@ func (f *fakeSub) Nack(_ context.Context, b []ports.Delivery) error {
 	f.nacks = append(f.nacks, tags)
 	return nil
 }
+func (f *fakeSub) Reject(_ context.Context, b []ports.Delivery) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range b {
+		f.rejected = append(f.rejected, d.Tag)
+	}
+	return nil
+}
 func (f *fakeSub) state() (acked []uint64, nacks [][]uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,6 +66,7 @@ type fakeStore struct {
 	mu       sync.Mutex
 	batches  [][]domain.LiftRide
 	failures int
+	invalid  int32           // a skier id the store refuses as invalid
 	acked    func() []uint64 // what had been acked when a batch was written
 	ackedAt  [][]uint64
 }
@@ -64,6 +74,11 @@ type fakeStore struct {
 func (s *fakeStore) AddRides(_ context.Context, rides []domain.LiftRide) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, r := range rides {
+		if r.SkierID == s.invalid {
+			return domain.Invalid("skier-day of skier %d is full", r.SkierID)
+		}
+	}
 	if s.failures != 0 {
 		s.failures--
 		return domain.Unavailable("store down")
@@ -176,4 +191,19 @@ func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
 	waitFor(t, "the rides to be taken", func() bool { return len(sub.ch) == 0 })
 	p.Drain()
 	waitFor(t, "7 acks after Drain", func() bool { a, _ := sub.state(); return len(a) == 7 })
+}
+
+func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{invalid: 3}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, discard), sub)
+	deliver(sub, 5)
+	waitFor(t, "four acks", func() bool { a, _ := sub.state(); return len(a) == 4 })
+	acked, nacks := sub.state()
+	sub.mu.Lock()
+	rejected := slices.Clone(sub.rejected)
+	sub.mu.Unlock()
+	slices.Sort(acked)
+	if !slices.Equal(acked, []uint64{1, 2, 4, 5}) || !slices.Equal(rejected, []uint64{3}) || len(nacks) != 0 {
+		t.Errorf("acked %v, rejected %v, nacked %v; want acked [1 2 4 5], rejected [3], nothing nacked", acked, rejected, nacks)
+	}
 }

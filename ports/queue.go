@@ -32,6 +32,9 @@ type Delivery struct {
 //   - Every published ride is delivered until it is acknowledged.
 //   - Ack is called only after the rides are stored; Nack hands them back
 //     to be delivered again (to this or another consumer).
+//   - Reject is for rides that can never be stored (the store refused them
+//     as invalid): a broker moves them to its dead-letter queue, a queue in
+//     this process drops them; either way they are not delivered again.
 //   - Close stops new deliveries; the channel from Deliveries is closed once
 //     everything already handed out has been acknowledged or handed back,
 //     and, for a queue that lives in this process, once it is empty.
@@ -39,6 +42,7 @@ type Subscriber interface {
 	Deliveries(ctx context.Context) (<-chan Delivery, error)
 	Ack(ctx context.Context, batch []Delivery) error
 	Nack(ctx context.Context, batch []Delivery) error
+	Reject(ctx context.Context, batch []Delivery) error
 	Close() error
 }
 

@@ -24,6 +24,7 @@ type Queue struct {
 	unacked map[uint64]domain.LiftRide
 	nextTag uint64
 	closed  bool
+	dropped int64
 	wake    chan struct{} // signalled when ready or unacked changes
 	started bool
 }
@@ -137,6 +138,28 @@ func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Unlock()
 	q.signal()
 	return nil
+}
+
+// Reject drops rides that can never be stored: an in-process queue has no
+// dead-letter queue to keep them in (the persister logs each one).
+func (q *Queue) Reject(_ context.Context, batch []ports.Delivery) error {
+	q.mu.Lock()
+	for _, d := range batch {
+		if _, ok := q.unacked[d.Tag]; ok {
+			delete(q.unacked, d.Tag)
+			q.dropped++
+		}
+	}
+	q.mu.Unlock()
+	q.signal()
+	return nil
+}
+
+// Dropped is how many rides Reject has dropped.
+func (q *Queue) Dropped() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
 }
 
 // Nack puts the delivered rides back at the head of the queue, in order, so

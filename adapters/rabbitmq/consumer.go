@@ -277,6 +277,12 @@ func (b *Broker) Nack(_ context.Context, batch []ports.Delivery) error {
 	return b.settleAll(batch, settleRequeue)
 }
 
+// Reject sends rides the store refused as invalid straight to the
+// dead-letter queue, without waiting for the delivery limit.
+func (b *Broker) Reject(_ context.Context, batch []ports.Delivery) error {
+	return b.settleAll(batch, settleReject)
+}
+
 func (b *Broker) settleAll(batch []ports.Delivery, how settleMode) error {
 	b.subMu.Lock()
 	c := b.sub
@@ -309,6 +315,7 @@ type settleMode int
 const (
 	settleAck settleMode = iota
 	settleRequeue
+	settleReject
 )
 
 // settle acks or nacks deliveries of one lane. It uses one multiple-ack when
@@ -352,6 +359,10 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 	}
 	var err error
 	switch {
+	case how == settleReject:
+		for _, t := range tags {
+			err = errors.Join(err, l.ch.Nack(t, false, false)) // to the dead-letter exchange
+		}
 	case how == settleAck && multiple:
 		err = l.ch.Ack(top, true)
 	case how == settleRequeue && multiple:
@@ -366,7 +377,7 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 		}
 	}
 	if err != nil {
-		verb := map[settleMode]string{settleAck: "ack", settleRequeue: "nack"}[how]
+		verb := map[settleMode]string{settleAck: "ack", settleRequeue: "nack", settleReject: "reject"}[how]
 		return fmt.Errorf("%w: %s %d rides on %s (they will be delivered again): %w", domain.ErrUnavailable, verb, len(tags), c.b.cfg.ShardQueue(l.shard), err)
 	}
 	return nil

@@ -40,6 +40,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	}{
 		{"DeliversEveryPublishedRide", 0, testDeliversAll},
 		{"NackRedelivers", 0, testNackRedelivers},
+		{"RejectedIsNotRedelivered", 0, testReject},
 		{"UnackedIsNotLostOnClose", 0, testUnackedNotAckedUntilAck},
 		{"DepthCountsUntilAcked", 0, testDepth},
 		{"PublishBeyondCapacityIsUnavailable", 5, testCapacity},
@@ -141,6 +142,29 @@ func testNackRedelivers(t *testing.T, q Queue) {
 		if !again[r] {
 			t.Errorf("ride %v was nacked but not delivered again", r)
 		}
+	}
+}
+
+// testReject: a rejected ride leaves the queue (depth drops to zero with the
+// other ride acked), and the next ride published is the next one delivered.
+func testReject(t *testing.T, q Queue) {
+	rides := Rides(2, 150)
+	publish(t, q, rides)
+	ch := deliveries(t, q)
+	a, b := next(t, ch), next(t, ch)
+	if err := q.Sub.Reject(ctx(t), []ports.Delivery{a}); err != nil {
+		t.Fatalf("Reject: %v", err)
+	}
+	if err := q.Sub.Ack(ctx(t), []ports.Delivery{b}); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	waitDepth(t, q, 0, "one ride rejected and one acked")
+	marker := Rides(1, 160)[0]
+	publish(t, q, []domain.LiftRide{marker})
+	if d := next(t, ch); d.Ride != marker {
+		t.Errorf("after Reject the next delivery is %v; want the ride published next, %v (the rejected ride came back)", d.Ride, marker)
+	} else if err := q.Sub.Ack(ctx(t), []ports.Delivery{d}); err != nil {
+		t.Fatal(err)
 	}
 }
 
