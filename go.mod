@@ -20,6 +20,7 @@ require (
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/rabbitmq/amqp091-go v1.16.0
 	golang.org/x/sync v0.22.0
+	golang.org/x/term v0.47.0
 )
 
 require (
@@ -53,6 +54,7 @@ require (
 	github.com/vmware-labs/yaml-jsonpath v0.3.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/mod v0.38.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/tools v0.48.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

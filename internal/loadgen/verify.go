@@ -1,0 +1,189 @@
+package loadgen
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+type resortDay struct{ Resort, Season, Day int32 }
+
+type skierDay struct {
+	resortDay
+	Skier int32
+}
+
+// Expectation is what the store must hold, computed from the rides the
+// client got a 201 for, deduplicated the way the server does (the six
+// fields are the identity).
+type Expectation struct {
+	UniqueSkiers map[resortDay]int
+	DayVertical  map[skierDay]int64
+}
+
+// Expect computes the expectation from the accepted rides.
+func Expect(accepted []Ride) Expectation {
+	seen := make(map[Ride]struct{}, len(accepted))
+	skiers := map[resortDay]map[int32]struct{}{}
+	e := Expectation{UniqueSkiers: map[resortDay]int{}, DayVertical: map[skierDay]int64{}}
+	for _, r := range accepted {
+		if _, dup := seen[r]; dup {
+			continue
+		}
+		seen[r] = struct{}{}
+		rd := resortDay{r.ResortID, r.Season, r.Day}
+		if skiers[rd] == nil {
+			skiers[rd] = map[int32]struct{}{}
+		}
+		skiers[rd][r.SkierID] = struct{}{}
+		e.DayVertical[skierDay{rd, r.SkierID}] += r.Vertical()
+	}
+	for rd, s := range skiers {
+		e.UniqueSkiers[rd] = len(s)
+	}
+	return e
+}
+
+// Verdict is what verification found. Lost counts unique skiers missing
+// from resort-day counts plus sampled skier-days whose vertical came out
+// short; Extra the same the other way (rides the service held before this
+// run, or rides counted twice).
+type Verdict struct {
+	ResortDays, MissingSkiers, ExtraSkiers int
+	SkierDays, ShortDays, OverDays         int
+}
+
+// Lost is every shortfall found.
+func (v Verdict) Lost() int { return v.MissingSkiers + v.ShortDays }
+
+// Extra is every surplus found.
+func (v Verdict) Extra() int { return v.ExtraSkiers + v.OverDays }
+
+// Print writes the verdict; the last line is "lost: N".
+func (v Verdict) Print(w io.Writer) {
+	fmt.Fprintln(w, "== verify ==")
+	fmt.Fprintf(w, "unique skiers: %d resort-days checked, %d skiers missing, %d extra\n", v.ResortDays, v.MissingSkiers, v.ExtraSkiers)
+	fmt.Fprintf(w, "day vertical:  %d sampled skier-days checked, %d short, %d over\n", v.SkierDays, v.ShortDays, v.OverDays)
+	if v.Extra() > 0 {
+		fmt.Fprintf(w, "WARNING extra: %d (the service holds more than this run sent: rides from an earlier run? --verify is exact only on a fresh service)\n", v.Extra())
+	}
+	fmt.Fprintf(w, "lost: %d\n", v.Lost())
+}
+
+// Readiness is /readyz's answer.
+type Readiness struct {
+	Status     string            `json:"status"`
+	QueueDepth int64             `json:"queueDepth"`
+	Checks     map[string]string `json:"checks"`
+}
+
+// WaitDrained polls /readyz until the queue depth is 0 or the deadline passes.
+func WaitDrained(ctx context.Context, client *http.Client, base string, deadline time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	wait := 10 * time.Millisecond
+	last := "no answer yet"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return fmt.Errorf("readyz request: %w", err)
+		}
+		if resp, err := client.Do(req); err != nil {
+			last = err.Error()
+		} else {
+			var r Readiness
+			err := json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			switch {
+			case err != nil:
+				last = fmt.Sprintf("status %d, unreadable body: %v", resp.StatusCode, err)
+			case r.QueueDepth == 0:
+				return nil
+			default:
+				last = fmt.Sprintf("queueDepth %d", r.QueueDepth)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("queue not drained within %s: last %s", deadline, last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// Verify checks every resort-day's unique-skier count and the day vertical
+// of up to sample skier-days (chosen with seed) against the expectation.
+func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample int, seed uint64) (Verdict, error) {
+	var v Verdict
+	get := func(url string) (int, []byte, error) {
+		res := c.Do(ctx, func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		}, true)
+		if res.Err != nil && res.Status != http.StatusNotFound {
+			return res.Status, nil, fmt.Errorf("GET %s: %w", url, res.Err)
+		}
+		return res.Status, res.Body, nil
+	}
+	rds := slices.SortedFunc(maps.Keys(e.UniqueSkiers), func(a, b resortDay) int {
+		return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day))
+	})
+	for _, rd := range rds {
+		url := fmt.Sprintf("%s/resorts/%d/seasons/%d/day/%d/skiers", base, rd.Resort, rd.Season, rd.Day)
+		_, body, err := get(url)
+		if err != nil {
+			return v, err
+		}
+		var got struct {
+			NumSkiers int `json:"numSkiers"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			return v, fmt.Errorf("GET %s: body %q: %w", url, body, err)
+		}
+		want := e.UniqueSkiers[rd]
+		v.ResortDays++
+		v.MissingSkiers += max(want-got.NumSkiers, 0)
+		v.ExtraSkiers += max(got.NumSkiers-want, 0)
+	}
+	days := slices.SortedFunc(maps.Keys(e.DayVertical), func(a, b skierDay) int {
+		return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day), cmp.Compare(a.Skier, b.Skier))
+	})
+	rng := rand.New(rand.NewPCG(seed, seed^0xfeed))
+	rng.Shuffle(len(days), func(i, j int) { days[i], days[j] = days[j], days[i] })
+	for _, sd := range days[:min(sample, len(days))] {
+		url := fmt.Sprintf("%s/skiers/%d/seasons/%d/days/%d/skiers/%d", base, sd.Resort, sd.Season, sd.Day, sd.Skier)
+		status, body, err := get(url)
+		if err != nil {
+			return v, err
+		}
+		var got int64
+		if status != http.StatusNotFound { // 404: no rides, vertical 0
+			if got, err = strconv.ParseInt(string(trimSpace(body)), 10, 64); err != nil {
+				return v, fmt.Errorf("GET %s: body %q: %w", url, body, err)
+			}
+		}
+		v.SkierDays++
+		want := e.DayVertical[sd]
+		if got < want {
+			v.ShortDays++
+		} else if got > want {
+			v.OverDays++
+		}
+	}
+	return v, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
