@@ -13,16 +13,16 @@ import (
 
 // Summary is the report of one load run or one GET test case.
 type Summary struct {
-	Name       string
-	Method     string
-	Succeeded  int // 2xx
-	NotFound   int // 404 where it is a valid answer (get mode); else counted as failed
-	Failed     int
-	Retries    int
-	Wall       time.Duration
-	Throughput float64 // successful (and valid 404) requests per second of wall time
+	Name                     string
+	Method                   string
+	Succeeded                int // 2xx
+	NotFound                 int // 404 where it is a valid answer (get mode); else counted as failed
+	Failed                   int
+	Retries                  int
+	Wall                     time.Duration
+	Throughput               float64 // successful (and valid 404) requests per second of wall time
 	Mean, P50, P95, P99, Max time.Duration
-	Statuses   map[int]int // 0 is "network error"
+	Statuses                 map[int]int // 0 is "network error"
 }
 
 // Summarize counts results. notFoundOK says whether a 404 is a valid answer.
@@ -67,7 +67,9 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
+}
 
 // Print writes the summary as the report's text block.
 func (s Summary) Print(w io.Writer) {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/test/apitest"
+)
+
+// TestLoadAgainstTheRealServiceLosesNothing runs skiload end to end against
+// the whole service in memory mode on a loopback port: a small two-phase
+// load, then --verify.
+func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.LogLevel = "warn"
+	base := apitest.Start(t, cfg)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{
+		"--url", base, "--phase1-workers", "4", "--phase1-requests", "200",
+		"--phase2-workers", "8", "--phase2-requests", "200", "--verify", "--verify-deadline", "30s",
+	}, &stdout, &stderr, false)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; want 0\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{"2400 ok, 0 failed", "201×2400", "lost: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("a fresh service reported extra rides:\n%s", out)
+	}
+}
+
+func TestGetModeCountsNotFoundAsValid(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.LogLevel = "warn"
+	base := apitest.Start(t, cfg)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--url", base, "--mode", "get", "--get-workers", "4", "--get-requests", "25"}, &stdout, &stderr, false)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; want 0 (404 for a skier with no rides is valid)\n%s\n%s", code, out, stderr.String())
+	}
+	if strings.Count(out, "== GET") != 3 || !strings.Contains(out, "not found (valid: no rides)") {
+		t.Errorf("want three GET reports with 404s counted as valid:\n%s", out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--help"}, 0},
+		{[]string{"--no-such-flag"}, 2},
+		{[]string{"--mode", "put"}, 2},
+		{[]string{"--skiers", "10-1"}, 2},
+		{[]string{"--verify", "--mode", "get"}, 2},
+		{[]string{"extra-arg"}, 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		if got := run(context.Background(), c.args, &stdout, &stderr, false); got != c.code {
+			t.Errorf("skiload %v: exit %d; want %d (stderr %s)", c.args, got, c.code, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service"} {
+		if !strings.Contains(stderr.String(), flag) {
+			t.Errorf("--help does not mention %q", flag)
+		}
+	}
+}
+
+func TestBaselineReportsBothThroughputs(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.LogLevel = "warn"
+	base := apitest.Start(t, cfg)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--url", base, "--baseline", "--phase1-workers", "2", "--phase1-requests", "50", "--phase2-workers", "2", "--phase2-requests", "50"}, &stdout, &stderr, false)
+	if code != 0 || !strings.Contains(stdout.String(), "POST baseline") || !strings.Contains(stdout.String(), "of this machine's HTTP ceiling") {
+		t.Errorf("exit %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,266 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestGeneratorIsDeterministicForASeedAndRespectsRanges(t *testing.T) {
+	g := Ranges{Skiers: Range{5, 9}, Resorts: Range{2, 3}, Lifts: Range{1, 4}, Times: Range{0, 10}, Days: Range{7, 8}, Season: 2030}
+	a, b, other := NewGenerator(42, g), NewGenerator(42, g), NewGenerator(43, g)
+	differs := false
+	for i := range 5000 {
+		ra, rb, ro := a.Next(), b.Next(), other.Next()
+		if ra != rb {
+			t.Fatalf("ride %d: %+v and %+v from the same seed", i, ra, rb)
+		}
+		differs = differs || ra != ro
+		for _, c := range []struct {
+			name string
+			v    int32
+			r    Range
+		}{{"skier", ra.SkierID, g.Skiers}, {"resort", ra.ResortID, g.Resorts}, {"lift", ra.LiftID, g.Lifts}, {"time", ra.Time, g.Times}, {"day", ra.Day, g.Days}} {
+			if c.v < c.r.Lo || c.v > c.r.Hi {
+				t.Fatalf("ride %d: %s %d outside %s", i, c.name, c.v, c.r)
+			}
+		}
+		if ra.Season != 2030 {
+			t.Fatalf("ride %d: season %d; want 2030", i, ra.Season)
+		}
+	}
+	if !differs {
+		t.Error("seeds 42 and 43 made the same 5000 rides")
+	}
+}
+
+func TestFeedSendsExactlyNRides(t *testing.T) {
+	n := 0
+	for range NewGenerator(1, DefaultRanges()).Feed(context.Background(), 1234) {
+		n++
+	}
+	if n != 1234 {
+		t.Errorf("fed %d rides; want 1234", n)
+	}
+}
+
+func TestPhaseTwoStartsWhenTheFirstPhaseOneWorkerFinishes(t *testing.T) {
+	p := Phases{Phase1Workers: 2, Phase1Requests: 2, Phase2Workers: 3, Phase2Requests: 1}
+	calls := make(chan chan struct{}) // every send announces itself and waits for its release
+	send := func(ctx context.Context, r Ride) Result {
+		release := make(chan struct{})
+		calls <- release
+		<-release
+		return Result{Status: 201}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rides := NewGenerator(7, DefaultRanges()).Feed(ctx, p.Total())
+	done := make(chan []Result)
+	go func() { done <- p.Run(ctx, rides, send, nil) }()
+
+	next := func(what string) chan struct{} {
+		t.Helper()
+		select {
+		case c := <-calls:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no send arrived: waiting for %s", what)
+			return nil
+		}
+	}
+	a1, b1 := next("phase-1 worker A"), next("phase-1 worker B")
+	select {
+	case <-calls:
+		t.Fatal("a third send started while only the two phase-1 workers exist and both are busy")
+	default:
+	}
+	close(a1)
+	a2 := next("worker A's second ride")
+	close(a2) // worker A is done; B is still blocked on its first ride
+	var held []chan struct{}
+	for i := range 3 {
+		held = append(held, next(fmt.Sprintf("phase-2 worker %d while phase-1 worker B is still busy", i+1)))
+	}
+	close(b1)
+	close(next("worker B's second ride"))
+	for _, h := range held {
+		close(h)
+	}
+	res := <-done
+	if len(res) != p.Total() || p.Total() != 7 {
+		t.Errorf("sent %d rides; want exactly %d", len(res), p.Total())
+	}
+}
+
+func TestPhasesSendExactlyTheTotal(t *testing.T) {
+	p := Phases{Phase1Workers: 3, Phase1Requests: 50, Phase2Workers: 7, Phase2Requests: 20}
+	var sent atomic.Int64
+	rides := NewGenerator(3, DefaultRanges()).Feed(context.Background(), p.Total())
+	res := p.Run(context.Background(), rides, func(context.Context, Ride) Result { sent.Add(1); return Result{} }, nil)
+	if sent.Load() != 290 || len(res) != 290 {
+		t.Errorf("sent %d, results %d; want 290", sent.Load(), len(res))
+	}
+}
+
+// scripted answers the statuses in order, then 201.
+func scripted(t *testing.T, answers ...func(w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(n.Add(1)) - 1
+		if i < len(answers) {
+			answers[i](w)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func status(code int, retryAfter string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(code)
+	}
+}
+
+func testCaller(waits *[]time.Duration) *Caller {
+	c := &Caller{Client: NewHTTPClient(2, 5*time.Second), Policy: RetryPolicy{Retries: 5, Base: time.Millisecond, Max: 5 * time.Millisecond}}
+	c.onWait = func(_ error, d time.Duration) { *waits = append(*waits, d) }
+	return c
+}
+
+func post(c *Caller, url string) Result {
+	return c.Do(context.Background(), func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{}`))
+	}, false)
+}
+
+func TestRetriesOn503And429HonouringRetryAfter(t *testing.T) {
+	srv, n := scripted(t, status(503, ""), status(429, "1"), status(503, ""))
+	var waits []time.Duration
+	res := post(testCaller(&waits), srv.URL)
+	if res.Err != nil || res.Status != 201 || res.Retries != 3 || n.Load() != 4 {
+		t.Fatalf("result %+v after %d attempts; want 201 after 3 retries", res, n.Load())
+	}
+	if len(waits) != 3 || waits[1] != time.Second {
+		t.Errorf("waits %v; want the second (after 429 Retry-After: 1) to be exactly 1s", waits)
+	}
+	for _, i := range []int{0, 2} {
+		if waits[i] > 5*time.Millisecond {
+			t.Errorf("wait %d = %s; want full jitter within the 5ms ceiling", i, waits[i])
+		}
+	}
+}
+
+func TestRetriesOnNetworkError(t *testing.T) {
+	// A listener that accepts and immediately closes: every attempt is a network error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conn.Close()
+		}
+	})
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var waits []time.Duration
+	c := testCaller(&waits)
+	c.Client.Transport.(*http.Transport).DisableKeepAlives = true
+	res := post(c, "http://"+ln.Addr().String())
+	if res.Err == nil || res.Status != 0 || res.Retries != 5 {
+		t.Fatalf("result %+v; want a network error after 5 retries", res)
+	}
+	if accepted.Load() < 6 {
+		t.Errorf("server saw %d connections; want at least 6 attempts", accepted.Load())
+	}
+}
+
+func TestGivesUpAfterFiveRetries(t *testing.T) {
+	always := make([]func(http.ResponseWriter), 10)
+	for i := range always {
+		always[i] = status(503, "")
+	}
+	srv, n := scripted(t, always...)
+	var waits []time.Duration
+	res := post(testCaller(&waits), srv.URL)
+	var se *StatusError
+	if !errors.As(res.Err, &se) || res.Status != 503 || res.Retries != 5 || n.Load() != 6 {
+		t.Errorf("result %+v after %d attempts; want failed 503 after 1 try + 5 retries", res, n.Load())
+	}
+}
+
+func TestNoRetryOn400(t *testing.T) {
+	srv, n := scripted(t, status(400, ""))
+	var waits []time.Duration
+	res := post(testCaller(&waits), srv.URL)
+	if res.Err == nil || res.Status != 400 || res.Retries != 0 || n.Load() != 1 {
+		t.Errorf("result %+v after %d attempts; want a failed 400 after one attempt", res, n.Load())
+	}
+}
+
+func TestPercentilesAreNearestRank(t *testing.T) {
+	var res []Result
+	for i := 100; i >= 1; i-- { // unsorted on purpose
+		res = append(res, Result{Latency: time.Duration(i) * time.Millisecond, Status: 201})
+	}
+	res = append(res, Result{Latency: time.Millisecond, Status: 503, Err: errors.New("x"), Retries: 5})
+	s := Summarize("t", "POST", res, 2*time.Second, false)
+	if s.P50 != 50*time.Millisecond || s.P95 != 95*time.Millisecond || s.P99 != 99*time.Millisecond || s.Max != 100*time.Millisecond {
+		t.Errorf("p50 %s p95 %s p99 %s max %s; want 50/95/99/100ms (101 values: 1ms twice, then 2..100)", s.P50, s.P95, s.P99, s.Max)
+	}
+	if s.Succeeded != 100 || s.Failed != 1 || s.Retries != 5 || s.Statuses[201] != 100 || s.Statuses[503] != 1 || s.Throughput != 50 {
+		t.Errorf("summary %+v", s)
+	}
+	if got := Percentile([]time.Duration{7}, 99); got != 7 {
+		t.Errorf("p99 of one value = %s", got)
+	}
+}
+
+func TestCSVHasOneLinePerRequestAndChartIsSVG(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	res := []Result{
+		{Start: t0.Add(1500 * time.Millisecond), Latency: 3 * time.Millisecond, Status: 503, Err: errors.New("x")},
+		{Start: t0, Latency: 2 * time.Millisecond, Status: 201},
+	}
+	var csv strings.Builder
+	if err := WriteCSV(&csv, "POST", res); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if len(lines) != 3 || lines[0] != "start,method,latency_ms,status" || !strings.HasSuffix(lines[1], ",POST,2.000,201") || !strings.HasSuffix(lines[2], ",POST,3.000,503") {
+		t.Errorf("csv:\n%s", csv.String())
+	}
+	secs := PerSecond(res)
+	if len(secs) != 2 || secs[0].Completed != 1 || secs[1].Completed != 0 || secs[1].P99 != 3*time.Millisecond {
+		t.Errorf("per second %+v", secs)
+	}
+	var svg strings.Builder
+	if err := WriteChart(&svg, "a <title>", secs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "successful requests / s", "p99 latency (ms)", "a &lt;title&gt;", "</svg>"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+}
