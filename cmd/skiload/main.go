@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/skidata/skidata/internal/loadgen"
+	"github.com/skidata/skidata/cmd/skiload/internal/loadgen"
 )
 
 func main() {

@@ -11,10 +11,10 @@
 // any client would, and imports nothing of the service's packages, so it
 // measures the real wire path and can run against any deployment.
 //
-// Why internal/loadgen and not a top-level package: the code is a tool's
-// engine, not part of the service's vocabulary (domain, ports, app,
-// adapters), and nothing outside this module should build on it; internal/
-// makes both facts visible and enforced by the compiler, while keeping
-// cmd/skiload a thin main (flags, signals, exit code) and the logic unit
-// testable.
+// Why cmd/skiload/internal/loadgen and not a top-level package: the code is
+// a tool's engine, not part of the service's vocabulary (domain, ports, app,
+// adapters, the repository's binding top level), and nothing but skiload
+// should build on it; internal/ under the command makes both facts visible
+// and enforced by the compiler, while keeping cmd/skiload a thin main
+// (flags, signals, exit code) and the logic unit testable.
 package loadgen
