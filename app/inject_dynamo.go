@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/wire"
 
 	"github.com/skidata/skidata/adapters/dynamo"
@@ -45,4 +47,41 @@ func provideDynamoResortStore(api dynamo.API, cfg Config) *dynamo.ResortStore {
 // proves the endpoint, the credentials and the table at once.
 func dynamoProbe(resorts *dynamo.ResortStore) StoreProbe {
 	return StoreProbe{Name: "dynamodb", Check: resorts.Ping}
+}
+
+// CreateDynamoTables creates the tables and the index the configured
+// DynamoDB store needs (`skiapi tables create`): on-demand billing, and it
+// returns once they are active. Tables that exist are left as they are, so
+// running it again is harmless.
+func CreateDynamoTables(ctx context.Context, cfg Config) error {
+	client, dc, err := dynamoForCommand(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return dynamo.CreateTables(ctx, client, dc.TablePrefix, dc.Model)
+}
+
+// DescribeDynamoTables returns what DynamoDB reports about the configured
+// store's tables (`skiapi tables describe`): status, keys, indexes, billing
+// and its (approximate, six-hourly) item counts.
+func DescribeDynamoTables(ctx context.Context, cfg Config) (string, error) {
+	client, dc, err := dynamoForCommand(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	return dynamo.DescribeTables(ctx, client, dc.TablePrefix, dc.Model)
+}
+
+// dynamoForCommand is the client a one-shot command uses; the tables only
+// mean something for a DynamoDB store, and which tables depends on its model.
+func dynamoForCommand(ctx context.Context, cfg Config) (*dynamodb.Client, dynamo.Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, dynamo.Config{}, usage(err)
+	}
+	if !strings.HasPrefix(cfg.Store, "dynamo-") {
+		return nil, dynamo.Config{}, usage(fmt.Errorf("--store %s has no DynamoDB tables; use --store dynamo-adopted or --store dynamo-abandoned", cfg.Store))
+	}
+	dc := dynamoConfig(cfg)
+	client, err := dynamo.NewClient(ctx, dc)
+	return client, dc, err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/inproc"
 	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/domain"
 )
 
 // queueSet provides the queue named by --queue.
@@ -19,12 +20,7 @@ func provideQueue(ctx context.Context, cfg Config) (queueAdapter, func(), error)
 		q := inproc.New(cfg.QueueCapacity)
 		return q, func() { _ = q.Close() }, nil
 	case "rabbitmq":
-		a := cfg.AMQP
-		b, err := rabbitmq.Open(ctx, rabbitmq.Config{
-			URL: a.URL, Prefix: a.Prefix, Shards: a.Shards, QueueType: a.QueueType,
-			Prefetch: a.Prefetch, MaxLength: cfg.QueueCapacity, DeliveryLimit: a.DeliveryLimit,
-			PublishChannels: a.PublishChannels, PublishTimeout: a.PublishTimeout,
-		})
+		b, err := rabbitmq.Open(ctx, rabbitmqConfig(cfg))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -33,6 +29,18 @@ func provideQueue(ctx context.Context, cfg Config) (queueAdapter, func(), error)
 		return b, func() { _ = b.Close(); _ = b.Disconnect() }, nil
 	default:
 		return nil, nil, fmt.Errorf("queue %q is not built into this binary", cfg.Queue)
+	}
+}
+
+// rabbitmqConfig maps app's flags onto the adapter's configuration. The
+// service and the dlq commands must agree on it: RabbitMQ refuses to
+// redeclare a queue with other arguments.
+func rabbitmqConfig(cfg Config) rabbitmq.Config {
+	a := cfg.AMQP
+	return rabbitmq.Config{
+		URL: a.URL, Prefix: a.Prefix, Shards: a.Shards, QueueType: a.QueueType,
+		Prefetch: a.Prefetch, MaxLength: cfg.QueueCapacity, DeliveryLimit: a.DeliveryLimit,
+		PublishChannels: a.PublishChannels, PublishTimeout: a.PublishTimeout,
 	}
 }
 
@@ -46,4 +54,63 @@ func queueProbe(cfg Config, q queueAdapter) QueueProbe {
 		_, err := q.Depth(ctx)
 		return err
 	}}
+}
+
+// DeadLetter is a ride RabbitMQ gave up delivering (`skiapi dlq list`).
+type DeadLetter struct {
+	MessageID string
+	// Ride is zero when the body could not be decoded; BodyErr says why.
+	Ride    domain.LiftRide
+	BodyErr string
+	// Reason (rejected, delivery_limit, ...), the queue it died in, and how
+	// many times it died there, from the broker's x-death header.
+	Reason string
+	Queue  string
+	Count  int64
+}
+
+// ListDeadLetters returns up to limit rides from the dead-letter queue
+// without removing them.
+func ListDeadLetters(ctx context.Context, cfg Config, limit int) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+		dls, err := b.DLQList(ctx, limit)
+		for _, d := range dls {
+			out = append(out, DeadLetter{MessageID: d.MessageID, Ride: d.Ride, BodyErr: d.BodyErr, Reason: d.Reason, Queue: d.Queue, Count: d.Count})
+		}
+		return err
+	})
+	return out, err
+}
+
+// ReplayDeadLetters moves every readable dead letter back to its ride queue
+// and returns how many it moved; unreadable ones stay.
+func ReplayDeadLetters(ctx context.Context, cfg Config) (int, error) {
+	var n int
+	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+		var err error
+		n, err = b.DLQReplay(ctx)
+		return err
+	})
+	return n, err
+}
+
+// withBroker connects for a one-shot dlq command; there is a dead-letter
+// queue only with --queue rabbitmq.
+func withBroker(ctx context.Context, cfg Config, do func(*rabbitmq.Broker) error) error {
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+	if cfg.Queue != "rabbitmq" {
+		return usage(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
+	}
+	if cfg.AMQP.URL == "" {
+		return usage(fmt.Errorf("--queue rabbitmq needs --amqp-url (or %s)", EnvName("amqp-url")))
+	}
+	b, err := rabbitmq.Open(ctx, rabbitmqConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.Disconnect() }()
+	return do(b)
 }

@@ -4,6 +4,10 @@
 //	skiapi [serve] [flags]   run the service (the default command)
 //	skiapi migrate [flags]   apply the PostgreSQL migrations, print the version
 //	skiapi seed [flags]      load the missing demo resorts into PostgreSQL
+//	skiapi tables create|describe [flags]
+//	                         create / show the DynamoDB tables of --store dynamo-*
+//	skiapi dlq list [--limit N]|replay [flags]
+//	                         show / requeue the rides RabbitMQ dead-lettered
 //	skiapi version           print the version
 //
 // Every flag has an environment variable (SKI_ and the flag name in upper
@@ -18,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -44,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return migrate(args, stdout, stderr)
 	case "seed":
 		return seed(args, stdout, stderr)
+	case "tables":
+		return tables(args, stdout, stderr)
+	case "dlq":
+		return dlq(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "skiapi", version)
 		return 0
@@ -72,6 +81,15 @@ Commands:
             (needs --store postgres --database-url ...)
   seed      load the demo resorts missing from PostgreSQL; existing resorts
             keep their seasons (same flags as migrate)
+  tables create    create the DynamoDB tables and index of --store
+                   dynamo-adopted|dynamo-abandoned (with --dynamo-table-prefix),
+                   on-demand billing; waits until active; harmless to rerun
+  tables describe  print the tables, keys, indexes, status and item counts
+  dlq list         print the rides in RabbitMQ's dead-letter queue without
+                   removing them (--limit N, default 100; needs --queue rabbitmq
+                   and the service's --amqp-* flags)
+  dlq replay       move the dead-lettered rides back to the ride queues and
+                   print how many
   version   print the version
   help      print this help
 
@@ -88,7 +106,15 @@ Flags (each also read from the environment variable shown):
 // parseConfig reads the flags every command shares; ok false means return
 // code (0 after --help, 2 for bad usage).
 func parseConfig(args []string, stderr io.Writer) (cfg app.Config, code int, ok bool) {
+	return parseConfigWith(args, stderr, nil)
+}
+
+// parseConfigWith is parseConfig with a command's own flags added by extra.
+func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg app.Config, code int, ok bool) {
 	fs := newFlagSet(stderr)
+	if extra != nil {
+		extra(fs)
+	}
 	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
 	cfg, err := app.ParseConfig(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -138,7 +164,13 @@ func seed(args []string, stdout, stderr io.Writer) int {
 // oneShot runs a command that does its work and exits, printing what do
 // reports on success.
 func oneShot(name string, args []string, stdout, stderr io.Writer, do func(context.Context, app.Config) (string, error)) int {
-	cfg, code, ok := parseConfig(args, stderr)
+	return oneShotWith(name, args, nil, stdout, stderr, do)
+}
+
+// oneShotWith is oneShot with the command's own flags added by extra. An
+// error app marks as ErrUsage (a flag that does not fit the command) exits 2.
+func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, stderr io.Writer, do func(context.Context, app.Config) (string, error)) int {
+	cfg, code, ok := parseConfigWith(args, stderr, extra)
 	if !ok {
 		return code
 	}
@@ -147,8 +179,75 @@ func oneShot(name string, args []string, stdout, stderr io.Writer, do func(conte
 	msg, err := do(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "skiapi: %s: %v\n", name, err)
+		if errors.Is(err, app.ErrUsage) {
+			return 2
+		}
 		return 1
 	}
-	fmt.Fprintln(stdout, msg)
+	fmt.Fprint(stdout, msg)
+	if !strings.HasSuffix(msg, "\n") {
+		fmt.Fprintln(stdout)
+	}
 	return 0
+}
+
+// subcommand splits "create --flags..." into the sub-command and its flags.
+func subcommand(name string, args []string, subs []string, stderr io.Writer) (string, []string, bool) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || !slices.Contains(subs, args[0]) {
+		fmt.Fprintf(stderr, "skiapi: %s needs one of: %s (e.g. skiapi %s %s --help)\n", name, strings.Join(subs, ", "), name, subs[0])
+		return "", nil, false
+	}
+	return args[0], args[1:], true
+}
+
+func tables(args []string, stdout, stderr io.Writer) int {
+	sub, args, ok := subcommand("tables", args, []string{"create", "describe"}, stderr)
+	if !ok {
+		return 2
+	}
+	return oneShot("tables "+sub, args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+		if sub == "describe" {
+			return app.DescribeDynamoTables(ctx, cfg)
+		}
+		if err := app.CreateDynamoTables(ctx, cfg); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("tables of %s (prefix %q) are active", cfg.Store, cfg.Dynamo.TablePrefix), nil
+	})
+}
+
+func dlq(args []string, stdout, stderr io.Writer) int {
+	sub, args, ok := subcommand("dlq", args, []string{"list", "replay"}, stderr)
+	if !ok {
+		return 2
+	}
+	if sub == "replay" {
+		return oneShot("dlq replay", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+			n, err := app.ReplayDeadLetters(ctx, cfg)
+			return fmt.Sprintf("%d dead-lettered rides moved back to the ride queues", n), err
+		})
+	}
+	limit := 100
+	extra := func(fs *flag.FlagSet) { fs.IntVar(&limit, "limit", limit, "most dead letters to show") }
+	return oneShotWith("dlq list", args, extra, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+		if limit < 1 {
+			return "", fmt.Errorf("--limit must be at least 1, got %d: %w", limit, app.ErrUsage)
+		}
+		dls, err := app.ListDeadLetters(ctx, cfg, limit)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		for _, d := range dls {
+			if d.BodyErr != "" {
+				fmt.Fprintf(&b, "unreadable  id=%s error=%q", d.MessageID, d.BodyErr)
+			} else {
+				r := d.Ride
+				fmt.Fprintf(&b, "resort=%d season=%s day=%d skier=%d time=%d lift=%d", r.ResortID, r.SeasonID, r.DayID, r.SkierID, r.Time, r.LiftID)
+			}
+			fmt.Fprintf(&b, "  reason=%s queue=%s deaths=%d\n", d.Reason, d.Queue, d.Count)
+		}
+		fmt.Fprintf(&b, "%d dead-lettered rides shown (limit %d)", len(dls), limit)
+		return b.String(), nil
+	})
 }
