@@ -24,8 +24,9 @@ func TestDynamoInprocEndToEnd(t *testing.T) {
 			cfg.Dynamo.Region = dynamotest.Region
 			cfg.Dynamo.Endpoint = endpoint
 			cfg.Dynamo.TablePrefix = dynamotest.Prefix(t)
-			if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), cfg.Dynamo.TablePrefix, model); err != nil {
-				t.Fatalf("CreateTables: %v", err)
+			// As `skiapi tables create` does, through the default credential chain.
+			if err := app.CreateDynamoTables(dynamotest.Context(t), cfg); err != nil {
+				t.Fatalf("CreateDynamoTables: %v", err)
 			}
 			apitest.Run(t, apitest.Start(t, cfg))
 		})
