@@ -16,14 +16,27 @@ import (
 // RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on queues of its own,
 // deleted afterwards.
 func TestMemoryRabbitMQEndToEnd(t *testing.T) {
-	url := os.Getenv("SKIDATA_TEST_AMQP_URL")
+	url, prefix := rabbitTopology(t, "e2e")
+	cfg := app.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Queue = "rabbitmq"
+	cfg.AMQP.URL = url
+	cfg.AMQP.Prefix = prefix
+	apitest.Run(t, apitest.Start(t, cfg))
+}
+
+// rabbitTopology returns the test broker's URL and a queue prefix no other
+// test uses, with the queues declared as the service with default flags
+// declares them (so the arguments match) and deleted when the test ends.
+func rabbitTopology(t *testing.T, kind string) (url, prefix string) {
+	t.Helper()
+	url = os.Getenv("SKIDATA_TEST_AMQP_URL")
 	if url == "" {
 		url = "amqp://guest:guest@127.0.0.1:5672/"
 	}
-	prefix := fmt.Sprintf("skitest.e2e.%d", time.Now().UnixNano())
+	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Declared as the service declares them, so the arguments match.
 	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity})
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
@@ -32,15 +45,9 @@ func TestMemoryRabbitMQEndToEnd(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := admin.DeleteTopology(ctx); err != nil {
-			t.Logf("delete test queues %s.*: %v", prefix, err)
+			t.Errorf("delete test queues %s.*: %v", prefix, err)
 		}
 		_ = admin.Disconnect()
 	})
-
-	cfg := app.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Queue = "rabbitmq"
-	cfg.AMQP.URL = url
-	cfg.AMQP.Prefix = prefix
-	apitest.Run(t, apitest.Start(t, cfg))
+	return url, prefix
 }
