@@ -1,0 +1,107 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// flakyPublisher fails with ErrUnavailable while failing is set.
+type flakyPublisher struct {
+	failing atomic.Bool
+	calls   atomic.Int64
+}
+
+func (f *flakyPublisher) Publish(context.Context, domain.LiftRide) error {
+	f.calls.Add(1)
+	if f.failing.Load() {
+		return domain.Unavailable("queue is down")
+	}
+	return nil
+}
+
+func waitForState(t *testing.T, p *Publisher, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.State() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker state %q; want %q within 10s", p.State(), want)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
+	ctx := context.Background()
+	ride := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}
+	pub := &flakyPublisher{}
+	pub.failing.Store(true)
+	var mu sync.Mutex
+	var transitions []string
+	var rejects atomic.Int64
+	p := Wrap(pub, Config{Failures: 3, OpenFor: 100 * time.Millisecond,
+		OnStateChange: func(from, to string) { mu.Lock(); transitions = append(transitions, from+"->"+to); mu.Unlock() },
+		OnReject:      func() { rejects.Add(1) },
+	})
+
+	for range 3 {
+		if err := p.Publish(ctx, ride); !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("failing publish = %v; want ErrUnavailable", err)
+		}
+	}
+	if p.State() != "open" {
+		t.Fatalf("after 3 failures in a row the breaker is %q; want open", p.State())
+	}
+	calls := pub.calls.Load()
+	err := p.Publish(ctx, ride)
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("publish while open = %v; want ErrUnavailable", err)
+	}
+	if pub.calls.Load() != calls {
+		t.Error("publish while open reached the queue; it must fail at once")
+	}
+	if rejects.Load() != 1 {
+		t.Errorf("OnReject called %d times; want 1", rejects.Load())
+	}
+
+	pub.failing.Store(false) // the queue recovers
+	waitForState(t, p, "half-open")
+	if err := p.Publish(ctx, ride); err != nil {
+		t.Fatalf("probe publish after recovery: %v", err)
+	}
+	if p.State() != "closed" {
+		t.Errorf("after a successful probe the breaker is %q; want closed", p.State())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"closed->open", "open->half-open", "half-open->closed"}
+	if len(transitions) != 3 || transitions[0] != want[0] || transitions[1] != want[1] || transitions[2] != want[2] {
+		t.Errorf("transitions = %v; want %v", transitions, want)
+	}
+}
+
+func TestBreakerIgnoresErrorsThatAreNotUnavailability(t *testing.T) {
+	p := Wrap(publishFunc(func() error { return context.Canceled }), Config{Failures: 1, OpenFor: time.Hour})
+	for range 5 {
+		_ = p.Publish(context.Background(), domain.LiftRide{})
+	}
+	if p.State() != "closed" {
+		t.Errorf("cancelled publishes opened the breaker (%q)", p.State())
+	}
+}
+
+func TestNewWithZeroFailuresIsNoBreaker(t *testing.T) {
+	pub := &flakyPublisher{}
+	if got := New(pub, Config{}); got != pub {
+		t.Errorf("New with Failures 0 = %T; want the publisher itself", got)
+	}
+}
+
+type publishFunc func() error
+
+func (f publishFunc) Publish(context.Context, domain.LiftRide) error { return f() }

@@ -1,0 +1,133 @@
+package prom
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skidata/skidata/ports"
+)
+
+// Metrics is a ports.Metrics backed by a Prometheus registry.
+type Metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	queueDepth   prometheus.Gauge
+	publishFails prometheus.Counter
+	batchSize    prometheus.Histogram
+	writeLatency prometheus.Histogram
+	cache        *prometheus.CounterVec
+	rejections   *prometheus.CounterVec
+	breaker      prometheus.Gauge
+	capacity     *prometheus.CounterVec
+}
+
+var _ ports.Metrics = (*Metrics)(nil)
+
+// New returns the metrics with a fresh registry that also carries the Go
+// runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_http_requests_total", Help: "HTTP requests answered, by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "skidata_http_request_duration_seconds", Help: "HTTP request latency, by route template, method and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method", "status"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skidata_queue_depth", Help: "Rides published but not yet acknowledged, sampled every 100 ms.",
+		}),
+		publishFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skidata_publish_failures_total", Help: "Rides the queue would not take.",
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "skidata_persist_batch_rides", Help: "Rides per batch the persister wrote.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "skidata_persist_write_seconds", Help: "Store write latency per batch, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_cache_lookups_total", Help: "Query cache lookups, by query and result (hit or miss).",
+		}, []string{"query", "result"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_ingest_rejections_total", Help: "POSTs turned away on purpose, by reason (rate, queue_full, breaker_open).",
+		}, []string{"reason"}),
+		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
+		}),
+		capacity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_store_capacity_units_total", Help: "Capacity units consumed by store operations, by operation and kind (read, write).",
+		}, []string{"op", "kind"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
+		m.cache, m.rejections, m.breaker, m.capacity,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry at /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// ObserveRequest implements ports.Metrics.
+func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, method, s).Inc()
+	m.latency.WithLabelValues(route, method, s).Observe(d.Seconds())
+}
+
+// SetQueueDepth implements ports.Metrics.
+func (m *Metrics) SetQueueDepth(depth int64) { m.queueDepth.Set(float64(depth)) }
+
+// PublishFailed implements ports.Metrics.
+func (m *Metrics) PublishFailed() { m.publishFails.Inc() }
+
+// ObserveBatch implements ports.Metrics.
+func (m *Metrics) ObserveBatch(rides int, d time.Duration) {
+	m.batchSize.Observe(float64(rides))
+	m.writeLatency.Observe(d.Seconds())
+}
+
+// CacheLookup implements ports.Metrics.
+func (m *Metrics) CacheLookup(query string, hit bool) {
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.cache.WithLabelValues(query, result).Inc()
+}
+
+// Rejected implements ports.Metrics.
+func (m *Metrics) Rejected(reason string) { m.rejections.WithLabelValues(reason).Inc() }
+
+// BreakerState implements ports.Metrics.
+func (m *Metrics) BreakerState(state string) {
+	switch state {
+	case "closed":
+		m.breaker.Set(0)
+	case "half-open":
+		m.breaker.Set(1)
+	case "open":
+		m.breaker.Set(2)
+	}
+}
+
+// AddCapacity implements ports.Metrics.
+func (m *Metrics) AddCapacity(op string, read, write float64) {
+	if read > 0 {
+		m.capacity.WithLabelValues(op, "read").Add(read)
+	}
+	if write > 0 {
+		m.capacity.WithLabelValues(op, "write").Add(write)
+	}
+}

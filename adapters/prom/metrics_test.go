@@ -1,0 +1,44 @@
+package prom
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
+	m := New()
+	m.ObserveRequest("/resorts", "GET", 200, time.Millisecond)
+	m.SetQueueDepth(7)
+	m.PublishFailed()
+	m.ObserveBatch(20, time.Millisecond)
+	m.CacheLookup("skier_day_vertical", true)
+	m.CacheLookup("skier_day_vertical", false)
+	m.Rejected("rate")
+	m.BreakerState("open")
+	m.AddCapacity("BatchWriteItem", 0, 25)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`skidata_http_requests_total{method="GET",route="/resorts",status="200"} 1`,
+		`skidata_http_request_duration_seconds_count{method="GET",route="/resorts",status="200"} 1`,
+		`skidata_queue_depth 7`,
+		`skidata_publish_failures_total 1`,
+		`skidata_persist_batch_rides_sum 20`,
+		`skidata_persist_write_seconds_count 1`,
+		`skidata_cache_lookups_total{query="skier_day_vertical",result="hit"} 1`,
+		`skidata_cache_lookups_total{query="skier_day_vertical",result="miss"} 1`,
+		`skidata_ingest_rejections_total{reason="rate"} 1`,
+		`skidata_publish_breaker_state 2`,
+		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package ports
+
+import "time"
+
+// Metrics receives the events the core and its decorators emit, so that an
+// exporter (adapters/prom) can count them without the core knowing it.
+// Every method must be cheap and safe for concurrent use: most run on the
+// request path.
+type Metrics interface {
+	// ObserveRequest records one answered request: the route template, the
+	// method, the status and how long it took. It is fed from the same call
+	// as /statistics (EndpointStats.Observe), so the two always agree.
+	ObserveRequest(route, method string, status int, d time.Duration)
+	// SetQueueDepth reports the latest sampled queue depth.
+	SetQueueDepth(depth int64)
+	// PublishFailed counts a ride the queue would not take.
+	PublishFailed()
+	// ObserveBatch records one batch the persister wrote: its size and how
+	// long the store write took.
+	ObserveBatch(rides int, d time.Duration)
+	// CacheLookup counts a cache read for a query: hit or miss.
+	CacheLookup(query string, hit bool)
+	// Rejected counts a POST turned away on purpose; reason is one of
+	// "rate", "queue_full", "breaker_open".
+	Rejected(reason string)
+	// BreakerState reports the publish circuit breaker's new state:
+	// "closed", "half-open" or "open".
+	BreakerState(state string)
+	// AddCapacity counts capacity units a store operation consumed (for
+	// stores that bill by them, e.g. DynamoDB).
+	AddCapacity(op string, read, write float64)
+}
+
+// NopMetrics discards every event: the default when nothing exports them,
+// and what unit tests pass.
+type NopMetrics struct{}
+
+var _ Metrics = NopMetrics{}
+
+func (NopMetrics) ObserveRequest(string, string, int, time.Duration) {}
+func (NopMetrics) SetQueueDepth(int64)                               {}
+func (NopMetrics) PublishFailed()                                    {}
+func (NopMetrics) ObserveBatch(int, time.Duration)                   {}
+func (NopMetrics) CacheLookup(string, bool)                          {}
+func (NopMetrics) Rejected(string)                                   {}
+func (NopMetrics) BreakerState(string)                               {}
+func (NopMetrics) AddCapacity(string, float64, float64)              {}
