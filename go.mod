@@ -25,6 +25,7 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/term v0.47.0
+	golang.org/x/time v0.16.0
 )
 
 require (

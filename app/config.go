@@ -27,6 +27,13 @@ type Config struct {
 	SeedDemo        bool
 	Postgres        PostgresConfig
 	Dynamo          DynamoConfig
+	Admission       AdmissionConfig
+	Breaker         BreakerConfig
+	Cache           string
+	CacheTTL        time.Duration
+	CacheSize       int
+	RedisURL        string
+	PprofListen     string
 }
 
 // PostgresConfig is what --store postgres needs. It is app's own type so
@@ -57,6 +64,7 @@ var (
 	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned"}
 	Queues = []string{"inproc", "rabbitmq"}
 	Roles  = []string{"all", "api", "consumer"}
+	Caches = []string{"none", "memory", "redis"}
 )
 
 // DefaultConfig is the configuration with nothing set: in memory, on :8080.
@@ -78,6 +86,11 @@ func DefaultConfig() Config {
 		SeedDemo:        true,
 		Postgres:        PostgresConfig{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
 		Dynamo:          DynamoConfig{WriteConcurrency: 8},
+		Breaker:         BreakerConfig{Failures: 5, OpenFor: 2 * time.Second},
+		Cache:           "none",
+		CacheTTL:        5 * time.Second,
+		CacheSize:       100_000,
+		RedisURL:        "redis://127.0.0.1:6379/0",
 	}
 }
 
@@ -112,6 +125,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Dynamo.Endpoint, "dynamo-endpoint", c.Dynamo.Endpoint, "DynamoDB endpoint URL, for a local server such as dynalite (empty: AWS)")
 	fs.StringVar(&c.Dynamo.TablePrefix, "dynamo-table-prefix", c.Dynamo.TablePrefix, "put before the table names: <prefix>skierTable, <prefix>resortTable")
 	fs.IntVar(&c.Dynamo.WriteConcurrency, "dynamo-write-concurrency", c.Dynamo.WriteConcurrency, "DynamoDB write requests kept in flight per batch")
+	c.registerAdmissionFlags(fs)
 }
 
 // EnvName is the environment variable that sets a flag: SKI_BATCH_SIZE for
@@ -161,6 +175,7 @@ func (c Config) Validate() error {
 		{"store", c.Store, Stores}, {"queue", c.Queue, Queues}, {"role", c.Role, Roles},
 		{"log-format", c.LogFormat, []string{"text", "json"}},
 		{"log-level", c.LogLevel, []string{"debug", "info", "warn", "error"}},
+		{"cache", c.Cache, Caches},
 	} {
 		if !slices.Contains(ch.allowed, ch.value) {
 			return fmt.Errorf("--%s %q is not one of %s", ch.name, ch.value, strings.Join(ch.allowed, ", "))
@@ -187,7 +202,7 @@ func (c Config) Validate() error {
 	if c.QueueCapacity < 1 {
 		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)
 	}
-	return nil
+	return c.validateAdmission()
 }
 
 // AMQPConfig configures the RabbitMQ queue (--queue rabbitmq).

@@ -7,6 +7,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/skidata/skidata/adapters/httpapi"
+	"github.com/skidata/skidata/adapters/prom"
 	"github.com/skidata/skidata/ports"
 )
 
@@ -24,13 +25,14 @@ var coreSet = wire.NewSet(
 	NewPersister,
 	newHTTPHandler,
 	NewService,
+	admissionSet,
 )
 
 func persisterConfig(cfg Config) PersisterConfig { return cfg.Persister }
 func seedDemo(cfg Config) SeedDemo               { return SeedDemo(cfg.SeedDemo) }
 
-func newHTTPHandler(in *Ingest, q *Query, c *Catalog, st *EndpointStats, h *Health, log *slog.Logger) http.Handler {
-	return httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h}, log)
+func newHTTPHandler(in *Admission, q *Query, c *Catalog, st *EndpointStats, h *Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
+	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h}, log), pm)
 }
 
 // queueAdapter is what every queue adapter is: publisher, subscriber and
@@ -41,6 +43,5 @@ type queueAdapter interface {
 	ports.QueueStats
 }
 
-func publisherOf(q queueAdapter) ports.Publisher   { return q }
 func subscriberOf(q queueAdapter) ports.Subscriber { return q }
 func queueStatsOf(q queueAdapter) ports.QueueStats { return q }

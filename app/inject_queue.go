@@ -3,12 +3,15 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/google/wire"
 
+	"github.com/skidata/skidata/adapters/breaker"
 	"github.com/skidata/skidata/adapters/inproc"
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
 
 // queueSet provides the queue named by --queue.
@@ -113,4 +116,20 @@ func withBroker(ctx context.Context, cfg Config, do func(*rabbitmq.Broker) error
 	}
 	defer func() { _ = b.Disconnect() }()
 	return do(b)
+}
+
+// publisherOf is the queue's publisher as the ingest service sees it: every
+// refusal counted and logged, and behind a circuit breaker (--breaker-*) so
+// a queue that keeps refusing is not hammered and the API answers 503 at
+// once while it recovers.
+func publisherOf(q queueAdapter, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
+	return breaker.New(instrumentedPublisher{next: q, metrics: m, log: log}, breaker.Config{
+		Failures: uint32(cfg.Breaker.Failures),
+		OpenFor:  cfg.Breaker.OpenFor,
+		OnStateChange: func(from, to string) {
+			m.BreakerState(to)
+			log.Warn("publish circuit breaker changed state", "from", from, "to", to)
+		},
+		OnReject: func() { m.Rejected("breaker_open") },
+	})
 }

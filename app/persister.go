@@ -32,10 +32,12 @@ type PersisterConfig struct {
 // and acknowledged, or still on the queue: a crash between the two redelivers
 // it, and the store's idempotency keeps it from counting twice.
 type Persister struct {
-	sub   ports.Subscriber
-	store ports.RideStore
-	cfg   PersisterConfig
-	log   *slog.Logger
+	sub     ports.Subscriber
+	store   ports.RideStore
+	cfg     PersisterConfig
+	log     *slog.Logger
+	cache   ports.Cache // nil: no cache to invalidate
+	metrics ports.Metrics
 
 	stored   atomic.Int64
 	batches  atomic.Int64
@@ -46,12 +48,13 @@ type Persister struct {
 	drainOnce sync.Once
 }
 
-// NewPersister returns a persister; Run starts it.
-func NewPersister(sub ports.Subscriber, store ports.RideStore, cfg PersisterConfig, log *slog.Logger) *Persister {
+// NewPersister returns a persister; Run starts it. cache may be nil; when it
+// is not, every batch stored invalidates the query answers it changes.
+func NewPersister(sub ports.Subscriber, store ports.RideStore, cfg PersisterConfig, cache ports.Cache, m ports.Metrics, log *slog.Logger) *Persister {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1
 	}
-	return &Persister{sub: sub, store: store, cfg: cfg, log: log, drain: make(chan struct{})}
+	return &Persister{sub: sub, store: store, cfg: cfg, cache: cache, metrics: m, log: log, drain: make(chan struct{})}
 }
 
 // Drain tells Run to stop waiting for full batches: from now on whatever it
@@ -153,8 +156,10 @@ func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []d
 		}
 		return
 	}
+	p.metrics.ObserveBatch(len(rides), time.Since(start))
 	p.stored.Add(int64(len(rides)))
 	p.batches.Add(1)
+	p.invalidate(settle, rides)
 	if aerr := p.sub.Ack(settle, batch); aerr != nil {
 		// Stored but not acked: the queue redelivers, the store dedupes.
 		p.log.Warn("ack failed after the batch was stored; it will be redelivered and deduplicated", "rides", len(batch), "err", aerr)
@@ -171,6 +176,7 @@ func (p *Persister) isolate(ctx context.Context, batch []ports.Delivery) {
 		switch {
 		case err == nil:
 			p.stored.Add(1)
+			p.invalidate(settle, []domain.LiftRide{d.Ride})
 			err = p.sub.Ack(settle, one)
 		case errors.Is(err, domain.ErrInvalid):
 			p.rejected.Add(1)
@@ -183,6 +189,21 @@ func (p *Persister) isolate(ctx context.Context, batch []ports.Delivery) {
 		if err != nil {
 			p.log.Warn("settling a ride failed; the queue will redeliver it", "ride", d.Ride.Key(), "err", err)
 		}
+	}
+}
+
+// invalidate deletes the cached answers the stored batch changed. It runs
+// after the store write and before the ack, so once the queue has drained no
+// cached answer predates a stored ride. A failed delete is logged and the
+// batch acked anyway: the rides are stored, and the cache TTL bounds how
+// long the old answer can be served.
+func (p *Persister) invalidate(ctx context.Context, rides []domain.LiftRide) {
+	if p.cache == nil {
+		return
+	}
+	keys := keysAffectedBy(rides)
+	if err := p.cache.Delete(ctx, keys...); err != nil {
+		p.log.Warn("cache invalidation failed; old answers live until their TTL", "keys", len(keys), "err", err)
 	}
 }
 

@@ -128,7 +128,7 @@ func runPersister(t *testing.T, p *Persister, sub *fakeSub) {
 func TestPersisterWritesFullBatchesThenAcks(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{}
 	store.acked = func() []uint64 { a, _ := sub.state(); return a }
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 10, Linger: time.Hour, RetryFor: time.Second}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 10, Linger: time.Hour, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 30)
 	waitFor(t, "30 acks", func() bool { a, _ := sub.state(); return len(a) == 30 })
 	batches := store.written()
@@ -148,7 +148,7 @@ func TestPersisterWritesFullBatchesThenAcks(t *testing.T) {
 
 func TestPersisterFlushesPartialBatchAfterLinger(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{}
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: 10 * time.Millisecond, RetryFor: time.Second}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: 10 * time.Millisecond, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 3)
 	waitFor(t, "the partial batch", func() bool { return len(store.written()) == 1 })
 	if got := len(store.written()[0]); got != 3 {
@@ -158,7 +158,7 @@ func TestPersisterFlushesPartialBatchAfterLinger(t *testing.T) {
 
 func TestPersisterRetriesTransientStoreFailure(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{failures: 2}
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 5)
 	waitFor(t, "5 acks", func() bool { a, _ := sub.state(); return len(a) == 5 })
 	if _, nacks := sub.state(); len(nacks) != 0 {
@@ -171,7 +171,7 @@ func TestPersisterRetriesTransientStoreFailure(t *testing.T) {
 
 func TestPersisterNacksBatchStoreKeepsRejecting(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{failures: -1} // fails forever
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: 200 * time.Millisecond}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: 200 * time.Millisecond}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 4)
 	waitFor(t, "a nack", func() bool { _, n := sub.state(); return len(n) == 1 })
 	acked, nacks := sub.state()
@@ -185,7 +185,7 @@ func TestPersisterNacksBatchStoreKeepsRejecting(t *testing.T) {
 
 func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{}
-	p := NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, RetryFor: time.Second}, discard)
+	p := NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard)
 	runPersister(t, p, sub)
 	deliver(sub, 7)
 	waitFor(t, "the rides to be taken", func() bool { return len(sub.ch) == 0 })
@@ -195,7 +195,7 @@ func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
 
 func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{invalid: 3}
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 5)
 	waitFor(t, "four acks", func() bool { a, _ := sub.state(); return len(a) == 4 })
 	acked, nacks := sub.state()

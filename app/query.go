@@ -3,25 +3,31 @@ package app
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
 
 // Query is the read path's use case: it asks the store and decides what
-// "nothing" means to the caller.
+// "nothing" means to the caller. The three aggregate queries read through
+// the cache when one is configured (see cachekeys.go for the keys and
+// Persister for their invalidation).
 type Query struct {
 	catalog *Catalog
 	store   ports.RideStore
+	cache   queryCache
 }
 
 var _ ports.RideQueries = (*Query)(nil)
 
-// NewQuery returns the query service.
-func NewQuery(catalog *Catalog, store ports.RideStore) *Query {
-	return &Query{catalog: catalog, store: store}
+// NewQuery returns the query service; cache may be nil (no caching).
+func NewQuery(catalog *Catalog, store ports.RideStore, cache ports.Cache, ttl CacheTTL, m ports.Metrics, log *slog.Logger) *Query {
+	return &Query{catalog: catalog, store: store, cache: queryCache{cache: cache, ttl: time.Duration(ttl), metrics: m, log: log}}
 }
 
 // ResortDaySkiers implements ports.RideQueries. A known resort with no rides
@@ -31,7 +37,9 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID int32, seasonID st
 	if err != nil {
 		return ports.ResortDaySkiers{}, err
 	}
-	n, err := q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
+	n, err := readThrough(ctx, q.cache, queryResortDay, resortDayKey(resortID, seasonID, dayID), func() (int, error) {
+		return q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
+	})
 	if err != nil {
 		return ports.ResortDaySkiers{}, fmt.Errorf("unique skiers at resort %d, %s day %d: %w", resortID, seasonID, dayID, err)
 	}
@@ -46,7 +54,9 @@ func (q *Query) SkierDayVertical(ctx context.Context, resortID int32, seasonID s
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return 0, err
 	}
-	v, err := q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
+	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int, error) {
+		return q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("day vertical of skier %d: %w", skierID, err)
 	}
@@ -73,7 +83,9 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID int32, resortIDs 
 	}
 	sums := map[string]int{}
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(resortIDs))) {
-		per, err := q.store.SkierSeasonVerticals(ctx, skierID, id)
+		per, err := readThrough(ctx, q.cache, querySkierSeason, skierSeasonKey(skierID, id), func() ([]domain.SeasonVertical, error) {
+			return q.store.SkierSeasonVerticals(ctx, skierID, id)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("season totals of skier %d at resort %d: %w", skierID, id, err)
 		}
@@ -137,4 +149,49 @@ func validateSkierSeason(skierID int32, seasonID string) error {
 
 func sortResorts(rs []domain.Resort) {
 	slices.SortFunc(rs, func(a, b domain.Resort) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// CacheTTL is how long a cached query answer lives.
+type CacheTTL time.Duration
+
+// queryCache is the query service's view of the optional cache.
+type queryCache struct {
+	cache   ports.Cache // nil: no cache
+	ttl     time.Duration
+	metrics ports.Metrics
+	log     *slog.Logger
+}
+
+// readThrough answers from the cache when it holds key, otherwise loads from
+// the store and fills the cache. The cache is an optimisation, never a
+// dependency: when it fails the answer comes from the store and the failure
+// is logged.
+func readThrough[T any](ctx context.Context, c queryCache, query, key string, load func() (T, error)) (T, error) {
+	if c.cache == nil {
+		return load()
+	}
+	b, ok, err := c.cache.Get(ctx, key)
+	if err != nil {
+		c.log.Warn("cache read failed; answering from the store", "key", key, "err", err)
+	}
+	if ok {
+		var v T
+		if uerr := json.Unmarshal(b, &v); uerr == nil {
+			c.metrics.CacheLookup(query, true)
+			return v, nil
+		} else {
+			c.log.Warn("cache entry unreadable; answering from the store", "key", key, "err", uerr)
+		}
+	}
+	c.metrics.CacheLookup(query, false)
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	if b, merr := json.Marshal(v); merr == nil {
+		if serr := c.cache.Set(ctx, key, b, c.ttl); serr != nil {
+			c.log.Warn("cache write failed", "key", key, "err", serr)
+		}
+	}
+	return v, nil
 }

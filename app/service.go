@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/skidata/skidata/ports"
@@ -21,6 +22,7 @@ type Service struct {
 	persister *Persister
 	sub       ports.Subscriber
 	stats     ports.QueueStats
+	pprofAddr atomic.Pointer[string]
 }
 
 // NewService assembles a service from its parts (wire calls it).
@@ -61,6 +63,15 @@ func (s *Service) Run(ctx context.Context) error {
 // Serve runs the role's parts on ln until ctx ends, then shuts down in order:
 // stop taking requests, let the persister drain every accepted ride, return.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	if s.cfg.PprofListen != "" {
+		addr, stopPprof, err := startPprof(s.cfg.PprofListen)
+		if err != nil {
+			return err
+		}
+		s.pprofAddr.Store(&addr)
+		defer stopPprof(context.WithoutCancel(ctx))
+		s.log.Info("pprof serving", "addr", addr)
+	}
 	// The persister outlives ctx: it stops when drained, or at the
 	// shutdown deadline (hardStop).
 	hardCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -109,6 +120,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	return runErr
+}
+
+// PprofAddr is the address pprof listens on once Serve has started it, or ""
+// (--pprof-listen unset, or not serving yet).
+func (s *Service) PprofAddr() string {
+	if p := s.pprofAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Stored is how many rides this process's persister has written.

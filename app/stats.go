@@ -12,9 +12,12 @@ import (
 
 // EndpointStats keeps, per route template and method, the request count, the
 // total and the maximum latency since start. Observing is lock-free once a
-// route has been seen: it runs on every request.
+// route has been seen: it runs on every request. Every observation is also
+// passed to ports.Metrics, so /statistics and /metrics are fed by the same
+// call and always count the same requests.
 type EndpointStats struct {
-	routes sync.Map // key: method + " " + route -> *routeStats
+	routes  sync.Map // key: method + " " + route -> *routeStats
+	metrics ports.Metrics
 }
 
 type routeStats struct {
@@ -26,11 +29,12 @@ type routeStats struct {
 
 var _ ports.EndpointStats = (*EndpointStats)(nil)
 
-// NewEndpointStats returns an empty recorder.
-func NewEndpointStats() *EndpointStats { return &EndpointStats{} }
+// NewEndpointStats returns an empty recorder that forwards to m.
+func NewEndpointStats(m ports.Metrics) *EndpointStats { return &EndpointStats{metrics: m} }
 
 // Observe implements ports.EndpointStats.
-func (s *EndpointStats) Observe(route, method string, _ int, d time.Duration) {
+func (s *EndpointStats) Observe(route, method string, status int, d time.Duration) {
+	s.metrics.ObserveRequest(route, method, status, d)
 	key := method + " " + route
 	v, ok := s.routes.Load(key)
 	if !ok {

@@ -9,6 +9,7 @@ package app
 import (
 	"context"
 	"github.com/skidata/skidata/adapters/memory"
+	"github.com/skidata/skidata/adapters/prom"
 )
 
 // Injectors from wire.go:
@@ -25,21 +26,33 @@ func initMemory(ctx context.Context, cfg Config) (*Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	publisher := publisherOf(appQueueAdapter)
+	metrics := prom.New()
+	publisher := publisherOf(appQueueAdapter, cfg, metrics, logger)
 	ingest := NewIngest(catalog, publisher)
+	queueStats := queueStatsOf(appQueueAdapter)
+	appAdmissionConfig := admissionConfig(cfg)
+	admission, cleanup2 := NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := memory.NewRideStore()
-	query := NewQuery(catalog, rideStore)
-	endpointStats := NewEndpointStats()
+	cache, cleanup3, err := provideCache(ctx, cfg)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appCacheTTL := cacheTTL(cfg)
+	query := NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
+	endpointStats := NewEndpointStats(metrics)
 	storeProbe := memoryProbe()
 	appQueueProbe := queueProbe(cfg, appQueueAdapter)
-	queueStats := queueStatsOf(appQueueAdapter)
 	health := NewHealth(storeProbe, appQueueProbe, queueStats)
-	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
+	handler := newHTTPHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(appQueueAdapter)
 	appPersisterConfig := persisterConfig(cfg)
-	persister := NewPersister(subscriber, rideStore, appPersisterConfig, logger)
+	persister := NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := NewService(cfg, logger, handler, persister, subscriber, queueStats)
 	return service, func() {
+		cleanup3()
+		cleanup2()
 		cleanup()
 	}, nil
 }
@@ -62,21 +75,34 @@ func initPostgres(ctx context.Context, cfg Config) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	publisher := publisherOf(appQueueAdapter)
+	metrics := prom.New()
+	publisher := publisherOf(appQueueAdapter, cfg, metrics, logger)
 	ingest := NewIngest(catalog, publisher)
+	queueStats := queueStatsOf(appQueueAdapter)
+	appAdmissionConfig := admissionConfig(cfg)
+	admission, cleanup3 := NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := postgresRides(db)
-	query := NewQuery(catalog, rideStore)
-	endpointStats := NewEndpointStats()
+	cache, cleanup4, err := provideCache(ctx, cfg)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appCacheTTL := cacheTTL(cfg)
+	query := NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
+	endpointStats := NewEndpointStats(metrics)
 	storeProbe := postgresProbe(db)
 	appQueueProbe := queueProbe(cfg, appQueueAdapter)
-	queueStats := queueStatsOf(appQueueAdapter)
 	health := NewHealth(storeProbe, appQueueProbe, queueStats)
-	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
+	handler := newHTTPHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(appQueueAdapter)
 	appPersisterConfig := persisterConfig(cfg)
-	persister := NewPersister(subscriber, rideStore, appPersisterConfig, logger)
+	persister := NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := NewService(cfg, logger, handler, persister, subscriber, queueStats)
 	return service, func() {
+		cleanup4()
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -98,25 +124,38 @@ func initDynamo(ctx context.Context, cfg Config) (*Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	publisher := publisherOf(appQueueAdapter)
+	metrics := prom.New()
+	publisher := publisherOf(appQueueAdapter, cfg, metrics, logger)
 	ingest := NewIngest(catalog, publisher)
+	queueStats := queueStatsOf(appQueueAdapter)
+	appAdmissionConfig := admissionConfig(cfg)
+	admission, cleanup2 := NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore, err := provideDynamoRideStore(api, cfg)
 	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	query := NewQuery(catalog, rideStore)
-	endpointStats := NewEndpointStats()
+	cache, cleanup3, err := provideCache(ctx, cfg)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	appCacheTTL := cacheTTL(cfg)
+	query := NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
+	endpointStats := NewEndpointStats(metrics)
 	storeProbe := dynamoProbe(resortStore)
 	appQueueProbe := queueProbe(cfg, appQueueAdapter)
-	queueStats := queueStatsOf(appQueueAdapter)
 	health := NewHealth(storeProbe, appQueueProbe, queueStats)
-	handler := newHTTPHandler(ingest, query, catalog, endpointStats, health, logger)
+	handler := newHTTPHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(appQueueAdapter)
 	appPersisterConfig := persisterConfig(cfg)
-	persister := NewPersister(subscriber, rideStore, appPersisterConfig, logger)
+	persister := NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := NewService(cfg, logger, handler, persister, subscriber, queueStats)
 	return service, func() {
+		cleanup3()
+		cleanup2()
 		cleanup()
 	}, nil
 }

@@ -44,3 +44,8 @@ func NotFound(format string, args ...any) error {
 func Unavailable(format string, args ...any) error {
 	return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf(format, args...)}
 }
+
+// Overloaded returns an ErrOverloaded with a formatted message.
+func Overloaded(format string, args ...any) error {
+	return &Error{Kind: ErrOverloaded, Msg: fmt.Sprintf(format, args...)}
+}

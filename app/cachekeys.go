@@ -1,0 +1,54 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// The cache key scheme, in one place: the query service reads these keys and
+// the persister deletes them, so both must spell them the same way. The
+// version prefix lets a change of encoding start from a clean cache instead
+// of misreading old entries.
+//
+//	v1:skier-day:{resort}:{season}:{day}:{skier}   SkierDayVertical
+//	v1:skier-season:{skier}:{resort}                SkierSeasonVerticals (per resort)
+//	v1:resort-day:{resort}:{season}:{day}           UniqueSkiers
+//
+// The season totals are cached per resort, not per request (which may name
+// several resorts and seasons), so a ride invalidates exactly one entry.
+const cacheKeyVersion = "v1"
+
+// Query names used for cache metrics.
+const (
+	querySkierDay    = "skier_day_vertical"
+	querySkierSeason = "skier_season_totals"
+	queryResortDay   = "resort_day_skiers"
+)
+
+func skierDayKey(resortID int32, seasonID string, dayID int, skierID int32) string {
+	return fmt.Sprintf("%s:skier-day:%d:%s:%d:%d", cacheKeyVersion, resortID, seasonID, dayID, skierID)
+}
+
+func skierSeasonKey(skierID, resortID int32) string {
+	return fmt.Sprintf("%s:skier-season:%d:%d", cacheKeyVersion, skierID, resortID)
+}
+
+func resortDayKey(resortID int32, seasonID string, dayID int) string {
+	return fmt.Sprintf("%s:resort-day:%d:%s:%d", cacheKeyVersion, resortID, seasonID, dayID)
+}
+
+// keysAffectedBy lists, once each, the cache keys whose answers a batch of
+// rides changes.
+func keysAffectedBy(rides []domain.LiftRide) []string {
+	keys := make([]string, 0, 3*len(rides))
+	for _, r := range rides {
+		keys = append(keys,
+			skierDayKey(r.ResortID, r.SeasonID, r.DayID, r.SkierID),
+			skierSeasonKey(r.SkierID, r.ResortID),
+			resortDayKey(r.ResortID, r.SeasonID, r.DayID))
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
