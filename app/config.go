@@ -33,6 +33,7 @@ type Config struct {
 	CacheTTL        time.Duration
 	CacheSize       int
 	RedisURL        string
+	RedisPrefix     string
 	PprofListen     string
 }
 
@@ -91,6 +92,7 @@ func DefaultConfig() Config {
 		CacheTTL:        5 * time.Second,
 		CacheSize:       100_000,
 		RedisURL:        "redis://127.0.0.1:6379/0",
+		RedisPrefix:     "skidata:",
 	}
 }
 

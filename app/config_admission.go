@@ -47,6 +47,7 @@ func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "how long a cached answer lives (bounds staleness if an invalidation is lost)")
 	fs.IntVar(&c.CacheSize, "cache-size", c.CacheSize, "most entries the in-process cache (--cache memory) holds")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for --cache redis")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every cache key in Redis, so deployments can share one database")
 	fs.StringVar(&c.PprofListen, "pprof-listen", c.PprofListen, "loopback address for net/http/pprof, e.g. 127.0.0.1:6060; empty = off")
 }
 

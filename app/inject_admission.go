@@ -40,7 +40,7 @@ func provideCache(ctx context.Context, cfg Config) (ports.Cache, func(), error) 
 		}
 		return c, func() {}, nil
 	case "redis":
-		c, err := redis.New(ctx, redis.Config{URL: cfg.RedisURL, Prefix: "skidata:"})
+		c, err := redis.New(ctx, redis.Config{URL: cfg.RedisURL, Prefix: cfg.RedisPrefix})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cache redis: %w", err)
 		}
