@@ -107,12 +107,12 @@ func TestAdmissionRateFollowsQueueDepth(t *testing.T) {
 		depth int64
 		rate  float64
 	}{
-		{50, 1000},   // below soft: full rate
-		{100, 1000},  // at soft: still full
-		{150, 500},   // half way: half the rate
-		{190, 100},   // 90% of the way: a tenth
-		{199, 50},    // the floor: 5%
-		{0, 1000},    // drained: back to full
+		{50, 1000},  // below soft: full rate
+		{100, 1000}, // at soft: still full
+		{150, 500},  // half way: half the rate
+		{190, 100},  // 90% of the way: a tenth
+		{199, 50},   // the floor: 5%
+		{0, 1000},   // drained: back to full
 	} {
 		q.d.Store(c.depth)
 		waitFor(t, "rate "+ftoa(c.rate)+" at depth "+ftoa(float64(c.depth)), func() bool {
