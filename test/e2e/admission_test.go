@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/test/apitest"
+)
+
+func rideURL(base string, resort, day, skier int) string {
+	return fmt.Sprintf("%s/skiers/%d/seasons/2024/days/%d/skiers/%d", base, resort, day, skier)
+}
+
+const rideBody = `{"time":10,"liftID":3}`
+
+// expectShed checks a deliberate refusal: the status, Retry-After, and a
+// JSON message saying what happened.
+func expectShed(t *testing.T, r apitest.Response, status int, says string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d (%s); want %d", r.Status, r.Body, status)
+	}
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("a %d without Retry-After", status)
+	}
+	var m struct{ Message string }
+	if err := json.Unmarshal(r.Body, &m); err != nil || !strings.Contains(m.Message, says) {
+		t.Errorf("body %s: want a JSON message saying %q", r.Body, says)
+	}
+}
+
+func TestPostOverTheIngestRateAnswers429(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Admission = app.AdmissionConfig{Rate: 1.0 / 60, Burst: 2}
+	base := apitest.Start(t, cfg)
+	for i := range 2 {
+		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+			t.Fatalf("ride %d within the burst: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	expectShed(t, apitest.Call(t, "POST", rideURL(base, 1, 1, 3), rideBody), http.StatusTooManyRequests, "rides per second")
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	if !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 1`) {
+		t.Error("/metrics does not count the rate rejection")
+	}
+}
+
+// heldConfig keeps every accepted ride in the persister's unfinished batch,
+// so the queue depth only grows while the test posts.
+func heldConfig() app.Config {
+	cfg := app.DefaultConfig()
+	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.Linger = time.Hour
+	return cfg
+}
+
+func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
+	cfg := heldConfig()
+	cfg.Admission.HardLimit = 20
+	base := apitest.Start(t, cfg)
+	for i := range 20 { // below the ceiling every ride is taken
+		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+			t.Fatalf("ride %d below the ceiling: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	// The depth is sampled every 100 ms, so the refusal follows within one
+	// sample; later rides may be the ones refused.
+	skier := 100
+	apitest.Eventually(t, "a POST refused at queue depth 20", func() string {
+		skier++
+		r := apitest.Call(t, "POST", rideURL(base, 1, 1, skier), rideBody)
+		if r.Status != http.StatusServiceUnavailable {
+			return fmt.Sprintf("status %d", r.Status)
+		}
+		expectShed(t, r, http.StatusServiceUnavailable, "ceiling")
+		return ""
+	})
+}
+
+func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
+	cfg := heldConfig()
+	cfg.QueueCapacity = 5
+	cfg.Breaker = app.BreakerConfig{Failures: 3, OpenFor: time.Hour}
+	base := apitest.Start(t, cfg)
+	for i := range 5 {
+		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+			t.Fatalf("ride %d of the queue's 5: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	for i := range 3 { // the queue is full: three refusals trip the breaker
+		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, 10+i), rideBody); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("ride into a full queue: %d %s; want 503", r.Status, r.Body)
+		}
+	}
+	expectShed(t, apitest.Call(t, "POST", rideURL(base, 1, 1, 20), rideBody), http.StatusServiceUnavailable, "paused")
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	for _, want := range []string{
+		"skidata_publish_breaker_state 2",
+		`skidata_ingest_rejections_total{reason="breaker_open"} 1`,
+		"skidata_publish_failures_total 3",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// errRetry is a refusal worth retrying.
+var errRetry = errors.New("retryable refusal")
+
+// postWithRetry posts one ride until it is accepted: on 429 or 503 it waits
+// what Retry-After says, on anything else it backs off exponentially.
+func postWithRetry(ctx context.Context, url string) error {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		resp, err := http.Post(url, "application/json", strings.NewReader(rideBody))
+		if err != nil {
+			return struct{}{}, err
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusCreated:
+			return struct{}{}, nil
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+				return struct{}{}, backoff.RetryAfter(s)
+			}
+			return struct{}{}, errRetry
+		default:
+			return struct{}{}, backoff.Permanent(fmt.Errorf("POST %s: status %d", url, resp.StatusCode))
+		}
+	}, backoff.WithMaxElapsedTime(apitest.Deadline))
+	return err
+}
+
+func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Admission = app.AdmissionConfig{Rate: 20, Burst: 10}
+	base := apitest.Start(t, cfg)
+	const workers, perWorker = 4, 10
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				if err := postWithRetry(ctx, rideURL(base, 2, 3, 1000+w*perWorker+i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitDrained(t, base)
+	for s := range workers * perWorker {
+		if r := apitest.Call(t, "GET", rideURL(base, 2, 3, 1000+s), ""); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != "30" {
+			t.Errorf("skier %d: %d %s; want 200 and vertical 30", 1000+s, r.Status, r.Body)
+		}
+	}
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	if strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 0`) || !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"}`) {
+		t.Error("no POST was refused with 429; the limit is not tight enough to test retrying")
+	}
+	skiers := apitest.Call(t, "GET", base+"/resorts/2/seasons/2024/day/3/skiers", "")
+	if !strings.Contains(string(skiers.Body), fmt.Sprintf(`"numSkiers":%d`, workers*perWorker)) {
+		t.Errorf("unique skiers: %s; want %d", skiers.Body, workers*perWorker)
+	}
+}
+
+// waitDrained polls /readyz until the queue depth is 0.
+func waitDrained(t *testing.T, base string) {
+	t.Helper()
+	apitest.Eventually(t, "the queue drained (/readyz queueDepth 0)", func() string {
+		var r struct{ QueueDepth int64 }
+		if err := json.Unmarshal(apitest.Call(t, "GET", base+"/readyz", "").Body, &r); err != nil {
+			return err.Error()
+		}
+		if r.QueueDepth != 0 {
+			return fmt.Sprintf("depth %d", r.QueueDepth)
+		}
+		return ""
+	})
+}
