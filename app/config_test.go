@@ -76,3 +76,29 @@ func TestConfigRejectsWhatCannotWork(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigAdmissionFlags(t *testing.T) {
+	c, err := parse(t, []string{"--ingest-rate", "500", "--ingest-burst", "50", "--queue-soft-limit", "1000", "--queue-hard-limit", "5000",
+		"--cache", "memory", "--cache-ttl", "2s", "--pprof-listen", "127.0.0.1:6060"}, map[string]string{"SKI_BREAKER_FAILURES": "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AdmissionConfig{Rate: 500, Burst: 50, SoftLimit: 1000, HardLimit: 5000}
+	if c.Admission != want || c.Cache != "memory" || c.CacheTTL != 2*time.Second || c.PprofListen != "127.0.0.1:6060" || c.Breaker.Failures != 9 {
+		t.Errorf("parsed %+v", c)
+	}
+}
+
+func TestConfigRejectsAdmissionSettingsThatCannotWork(t *testing.T) {
+	for _, args := range [][]string{
+		{"--queue-soft-limit", "10"}, // nothing to scale
+		{"--ingest-rate", "5", "--queue-soft-limit", "10", "--queue-hard-limit", "10"}, // hard must exceed soft
+		{"--ingest-rate", "-1"},
+		{"--cache", "disk"},
+		{"--pprof-listen", "0.0.0.0:6060"}, // profiles only on loopback
+	} {
+		if _, err := parse(t, args, nil); err == nil {
+			t.Errorf("%v accepted; want an error", args)
+		}
+	}
+}

@@ -55,4 +55,18 @@ if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   echo "services: installing dynalite (npm ci --prefix test/dynamodb)"
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
 fi
+
+# Redis: the cache contract suite and the --cache redis end-to-end test.
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+if ! redis_up; then
+  command -v redis-server >/dev/null || fail "Redis does not answer on 127.0.0.1:6379 and redis-server is not installed"
+  command -v redis-cli >/dev/null || fail "redis-cli is not installed (needed to check Redis on 127.0.0.1:6379)"
+  echo "services: starting Redis on 127.0.0.1:6379"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log \
+    || fail "Redis would not start (see /var/log/redis/ci.log)"
+  wait_for "Redis on 127.0.0.1:6379" redis_up
+fi
+
 echo "services: ok"
