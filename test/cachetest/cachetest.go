@@ -1,6 +1,3 @@
-// Package cachetest is the contract suite for ports.Cache: every cache
-// adapter's _test.go calls Run with a factory that returns a fresh, isolated
-// cache (its own key prefix) for each test.
 package cachetest
 
 import (
