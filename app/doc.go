@@ -9,4 +9,8 @@
 // (the provider functions that build adapters from Config) and the generated
 // wire_gen.go. Those are the only files of this package that import an
 // adapter.
+//
+// Besides domain and ports, the use cases lean on two small general-purpose
+// libraries, for algorithms rather than technologies: cenkalti/backoff (the
+// persister's retries) and golang.org/x/time/rate (the ingest token bucket).
 package app
