@@ -50,8 +50,8 @@ type PostgresConfig struct {
 	Schema           string
 }
 
-// DynamoConfig is what the DynamoDB stores (--store dynamo-adopted or
-// dynamo-abandoned) need; credentials come from the AWS SDK's default chain
+// DynamoConfig is what the DynamoDB stores (--store dynamo-adopted,
+// dynamo-abandoned or dynamo-counters) need; credentials come from the AWS SDK's default chain
 // (AWS_ACCESS_KEY_ID..., a profile, or a role), never from here.
 type DynamoConfig struct {
 	Region           string
@@ -62,7 +62,7 @@ type DynamoConfig struct {
 
 // The choices a Config may name.
 var (
-	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned"}
+	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters"}
 	Queues = []string{"inproc", "rabbitmq"}
 	Roles  = []string{"all", "api", "consumer"}
 	Caches = []string{"none", "memory", "redis"}

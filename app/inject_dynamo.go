@@ -13,7 +13,8 @@ import (
 )
 
 // dynamoSet keeps rides and resorts in DynamoDB, in the model the store's
-// name ends with (dynamo-adopted, dynamo-abandoned). The tables must exist:
+// name ends with (dynamo-adopted, dynamo-abandoned, dynamo-counters). The
+// tables must exist:
 // docs/dynamodb.md.
 var dynamoSet = wire.NewSet(
 	provideDynamoAPI, provideDynamoRideStore,

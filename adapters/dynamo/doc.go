@@ -1,16 +1,21 @@
-// Package dynamo is the DynamoDB store adapter: ports.RideStore in two data
+// Package dynamo is the DynamoDB store adapter: ports.RideStore in three data
 // models and a ports.ResortStore shared by both, on aws-sdk-go-v2.
 //
 // In the flow (see ARCHITECTURE.md) it sits behind the persister, which
 // hands it batches of rides taken off the queue, and behind the query
-// service, which asks it the read-side questions. Two models exist so the
-// benchmark can compare them (docs/dynamodb.md explains both):
+// service, which asks it the read-side questions. Several models exist so
+// the benchmark (cmd/skibench) can compare them (docs/dynamodb.md explains
+// them):
 //
 //   - adopted: one item per ride, written with BatchWriteItem; reads
 //     aggregate in the application.
 //   - abandoned: one item per skier, day and resort holding the list of
 //     rides and a pre-aggregated vertical, written with conditional
 //     UpdateItems.
+//   - counters: the adopted model's batched ride items, plus skier-day and
+//     resort-day counter items, each guarded by a set of what it has
+//     counted inside the same item, so conditional updates keep them exact
+//     under redelivery without transactions.
 //
 // Both count the capacity units DynamoDB reports per operation (Stats) so the
 // benchmark can report cost. Table and index definitions live in tables.go

@@ -69,8 +69,13 @@ func TestAbandonedRideStoreContract(t *testing.T) {
 		storetest.Options{Rides: contractRides})
 }
 
+func TestCountersRideStoreContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelCounters, nil) },
+		storetest.Options{Rides: contractRides})
+}
+
 func TestResortStoreContract(t *testing.T) {
-	for _, model := range []string{dynamo.ModelAdopted, dynamo.ModelAbandoned} {
+	for _, model := range dynamo.Models {
 		t.Run(model, func(t *testing.T) {
 			storetest.RunResorts(t, func(t *testing.T) ports.ResortStore {
 				client := dynamotest.Client(t)
@@ -92,7 +97,7 @@ func mustRide(t *testing.T, resort int32, season string, day int, skier, tm, lif
 // With two items a page every query must follow LastEvaluatedKey over
 // several pages and still see everything.
 func TestQueriesFollowEveryPage(t *testing.T) {
-	for _, model := range []string{dynamo.ModelAdopted, dynamo.ModelAbandoned} {
+	for _, model := range dynamo.Models {
 		t.Run(model, func(t *testing.T) {
 			t.Parallel()
 			s := rideStore(t, model, func(c *dynamo.Config) { c.PageLimit = 2 })
@@ -115,11 +120,14 @@ func TestQueriesFollowEveryPage(t *testing.T) {
 			if sv, err := s.SkierSeasonVerticals(ctx, 3, 1); err != nil || len(sv) != 1 || sv[0].TotalVert != 60 {
 				t.Errorf("SkierSeasonVerticals over pages of 2 = %v, %v; want [{2024 60}]", sv, err)
 			}
-			if n, err := s.CountItems(ctx); err != nil || n != 21 {
-				t.Errorf("CountItems over pages of 2 = %d, %v; want 21", n, err)
+			// The counters model adds 21 skier-day items and 3 days × 7
+			// skiers spread over 7 resort-day shards.
+			wantItems := map[string]int64{dynamo.ModelAdopted: 21, dynamo.ModelAbandoned: 21, dynamo.ModelCounters: 21 + 21 + 21}[model]
+			if n, err := s.CountItems(ctx); err != nil || n != wantItems {
+				t.Errorf("CountItems over pages of 2 = %d, %v; want %d", n, err, wantItems)
 			}
 			st := s.Stats()
-			// 7 index entries for the day at 2 a page: at least 4 requests.
+			// 7 index entries (or shards) for the day at 2 a page: at least 4 requests.
 			if got := st["UniqueSkiers"].Requests; got < 4 {
 				t.Errorf("UniqueSkiers sent %d Query requests; want at least 4 pages", got)
 			}

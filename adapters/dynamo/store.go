@@ -24,7 +24,7 @@ type Config struct {
 	// TablePrefix is put before every table name, so several deployments
 	// or models can share an account: "<prefix>skierTable".
 	TablePrefix string
-	// Model is ModelAdopted or ModelAbandoned.
+	// Model is ModelAdopted, ModelAbandoned or ModelCounters.
 	Model string
 	// WriteConcurrency is how many write requests AddRides keeps in flight;
 	// 0 means 4.
@@ -81,10 +81,16 @@ func NewRideStore(api API, cfg Config) (Store, error) {
 		return nil, err
 	}
 	b := newBase(api, cfg, cfg.TablePrefix+SkierTableName)
-	if cfg.Model == ModelAdopted {
+	switch cfg.Model {
+	case ModelAdopted:
 		return &AdoptedStore{base: b}, nil
+	case ModelCounters:
+		rd := newBase(api, cfg, cfg.TablePrefix+ResortDayTableName)
+		rd.stats = b.stats // one set of counters per store
+		return &CountersStore{base: b, rides: AdoptedStore{base: b}, resortDays: rd}, nil
+	default:
+		return &AbandonedStore{base: b}, nil
 	}
-	return &AbandonedStore{base: b}, nil
 }
 
 // base is what both models share: the client, the table, the counters and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,14 +17,21 @@ import (
 const (
 	ModelAdopted   = "adopted"
 	ModelAbandoned = "abandoned"
+	ModelCounters  = "counters"
 )
+
+// Models lists every model, in the order the docs present them.
+var Models = []string{ModelAdopted, ModelAbandoned, ModelCounters}
 
 // Table, index and attribute names. They are the schema: the CloudFormation
 // template must match TableDefinitions (a test compares them).
 const (
 	SkierTableName  = "skierTable"
 	ResortTableName = "resortTable"
-	ResortIndexName = "resort-index"
+	// ResortDayTableName is the counters model's table of resort-day
+	// shards: SkierCount and Skiers per (resort, season, day, shard).
+	ResortDayTableName = "resortDayTable"
+	ResortIndexName    = "resort-index"
 
 	attrSkierID        = "SkierID"        // skier table partition key (N)
 	attrSortKey        = "SortKey"        // skier table sort key (S), see keys.go
@@ -42,8 +50,8 @@ const (
 )
 
 func validModel(model string) error {
-	if model != ModelAdopted && model != ModelAbandoned {
-		return fmt.Errorf("dynamo: model must be %q or %q, got %q", ModelAdopted, ModelAbandoned, model)
+	if !slices.Contains(Models, model) {
+		return fmt.Errorf("dynamo: model must be one of %s, got %q", strings.Join(Models, ", "), model)
 	}
 	return nil
 }
@@ -92,7 +100,26 @@ func TableDefinitions(prefix, model string) ([]*dynamodb.CreateTableInput, error
 			{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
 		},
 	}
-	return []*dynamodb.CreateTableInput{skiers, resorts}, nil
+	if model != ModelCounters {
+		return []*dynamodb.CreateTableInput{skiers, resorts}, nil
+	}
+	// The counters model answers UniqueSkiers from its resort-day table, so
+	// its skier table has no index: one write unit a ride instead of two.
+	skiers.GlobalSecondaryIndexes = nil
+	skiers.AttributeDefinitions = skiers.AttributeDefinitions[:2]
+	resortDays := &dynamodb.CreateTableInput{
+		TableName:   aws.String(prefix + ResortDayTableName),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrResortID), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(attrSortKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSortKey), KeyType: types.KeyTypeRange},
+		},
+	}
+	return []*dynamodb.CreateTableInput{skiers, resorts, resortDays}, nil
 }
 
 // CreateTables creates the model's tables and waits until they are active.

@@ -16,7 +16,7 @@ func TestDynamoInprocEndToEnd(t *testing.T) {
 	endpoint := dynamotest.EndpointOrStart(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	for _, model := range []string{dynamo.ModelAdopted, dynamo.ModelAbandoned} {
+	for _, model := range dynamo.Models {
 		t.Run(model, func(t *testing.T) {
 			cfg := app.DefaultConfig()
 			cfg.Listen = "127.0.0.1:0"

@@ -1,0 +1,459 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// CountersStore keeps one item per ride, written in batches like the adopted
+// model, plus two kinds of pre-aggregated counter items kept exactly once by
+// conditional updates; see "The counters model" in docs/dynamodb.md.
+//
+//   - a skier-day item per (skier, season, day, resort) in the skier table:
+//     TotalVertical and RideKeys, the ids of the rides already added;
+//   - a resort-day shard item per (resort, season, day, skier mod
+//     ResortDayShards) in the resort-day table: SkierCount and Skiers, the
+//     skiers already counted.
+//
+// Each counter and the set that guards it live in one item, so "not yet
+// counted" and "count it" are one atomic conditional update: no transactions
+// are needed, and a redelivered ride, a batch written twice or two writers
+// at once count once.
+type CountersStore struct {
+	base
+	rides      AdoptedStore // the batched ride writer, on the same table and counters
+	resortDays base         // the resort-day table, same counters
+}
+
+// ResortDayShards is how many items one resort-day's distinct skiers are
+// spread over (by skier id). Each write of a shard rewrites and bills the
+// whole shard item (1 WCU a KB), so more shards make registering a skier
+// cheaper; UniqueSkiers reads them all, but a read is billed by bytes, not
+// items, so the shard count hardly changes its cost. 32 shards keep a shard
+// of a 30,000-skier day under 5 KB.
+const ResortDayShards = 32
+
+// groupLimit caps the rides (or skiers) one conditional update adds: each
+// needs its own contains() term, and expressions are limited to 4 KB.
+const groupLimit = 25
+
+// Sort-key prefixes that keep the two item kinds of the skier table apart,
+// so a Query over one kind never reads the other.
+const (
+	rideItemPrefix = "R#"
+	dayItemPrefix  = "D#"
+)
+
+// Attributes of the counters model's own items.
+const (
+	attrSkiers     = "Skiers"     // resort-day shard: number set of skier ids counted
+	attrSkierCount = "SkierCount" // resort-day shard: how many
+)
+
+func countersRideItem(r domain.LiftRide) item {
+	return item{
+		attrSkierID:  numAttr(int64(r.SkierID)),
+		attrSortKey:  strAttr(rideItemPrefix + rideSortKey(r)),
+		attrResortID: numAttr(int64(r.ResortID)),
+		attrSeasonID: strAttr(r.SeasonID),
+		attrDayID:    numAttr(int64(r.DayID)),
+		attrTime:     numAttr(int64(r.Time)),
+		attrLiftID:   numAttr(int64(r.LiftID)),
+		attrVertical: numAttr(int64(r.Vertical())),
+	}
+}
+
+// skierDay names one skier-day item; resortDay one resort-day shard.
+type skierDay struct {
+	skier  int32
+	season string
+	day    int
+	resort int32
+}
+
+type resortDay struct {
+	resort int32
+	season string
+	day    int
+	shard  int
+}
+
+func dayOf(r domain.LiftRide) skierDay {
+	return skierDay{skier: r.SkierID, season: r.SeasonID, day: r.DayID, resort: r.ResortID}
+}
+
+func (d skierDay) shard() resortDay {
+	return resortDay{resort: d.resort, season: d.season, day: d.day, shard: int(d.skier) % ResortDayShards}
+}
+
+func resortDaySortKey(d resortDay) string {
+	return fmt.Sprintf("%s%02d", dayPrefix(d.season, d.day), d.shard)
+}
+
+// AddRides writes in three phases, each finished before the next begins:
+//
+//  1. the ride items, BatchWriteItem of 25, as the adopted model;
+//  2. per skier-day, one conditional UpdateItem adding the rides' vertical
+//     and ids unless one of the ids is there already;
+//  3. per resort-day shard, one conditional UpdateItem adding the skiers
+//     whose skier-day is new, or may be new (see below), unless one is
+//     there already.
+//
+// A failed call may leave any prefix of this done; the batch is then
+// redelivered, phase 1 rewrites identical items, phase 2 finds the rides it
+// had added (condition fails) and phase 3 is run again for their skiers
+// because the first attempt may have stopped before it. Phase 3 is itself
+// conditional, so running it again never counts a skier twice.
+func (s *CountersStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
+	unique := dedupe(rides)
+	if len(unique) == 0 {
+		return nil
+	}
+	if err := s.writeRides(ctx, unique); err != nil {
+		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
+	}
+	skiers, err := s.addToSkierDays(ctx, unique)
+	if err != nil {
+		return fmt.Errorf("add %d rides to the skier-day counters of %s: %w", len(rides), s.table, err)
+	}
+	if err := s.addToResortDays(ctx, skiers); err != nil {
+		return fmt.Errorf("add %d skier-days to the resort-day counters of %s: %w", len(skiers), s.resortDays.table, err)
+	}
+	return nil
+}
+
+func (s *CountersStore) writeRides(ctx context.Context, rides []domain.LiftRide) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for chunk := range slices.Chunk(rides, batchSize) {
+		reqs := make([]types.WriteRequest, len(chunk))
+		for i, r := range chunk {
+			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: countersRideItem(r)}}
+		}
+		g.Go(func() error { return s.rides.writeBatch(gctx, reqs) })
+	}
+	return g.Wait()
+}
+
+// addToSkierDays runs phase 2 and returns the skier-days phase 3 must
+// register: those this call created and those whose rides were already
+// counted (a redelivery, which may have stopped before phase 3).
+func (s *CountersStore) addToSkierDays(ctx context.Context, rides []domain.LiftRide) ([]skierDay, error) {
+	groups := map[skierDay][]domain.LiftRide{}
+	var order []skierDay
+	for _, r := range rides {
+		d := dayOf(r)
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], r)
+	}
+	var (
+		mu    sync.Mutex
+		needs []skierDay
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for _, d := range order {
+		for chunk := range slices.Chunk(groups[d], groupLimit) {
+			g.Go(func() error {
+				need, err := s.addGroupToSkierDay(gctx, d, chunk)
+				if err != nil || !need {
+					return err
+				}
+				mu.Lock()
+				needs = append(needs, d)
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return needs, nil
+}
+
+// addGroupToSkierDay adds rides of one skier-day in one update if none of
+// them is counted yet; when one is, it falls back to one update per ride,
+// so the others are still added. It reports whether the skier-day needs
+// registering in its resort-day (new, or seen before).
+func (s *CountersStore) addGroupToSkierDay(ctx context.Context, d skierDay, rides []domain.LiftRide) (bool, error) {
+	created, err := s.updateSkierDay(ctx, d, rides)
+	if err == nil {
+		return created, nil
+	}
+	if !conditionFailed(err) {
+		return false, err
+	}
+	// Some ride of the group is counted already: a redelivery, or another
+	// writer got there first. Phase 3 must run (the earlier attempt may have
+	// stopped before it), and each ride not yet counted is added alone.
+	if len(rides) > 1 {
+		for _, r := range rides {
+			if _, err := s.updateSkierDay(ctx, d, []domain.LiftRide{r}); err != nil && !conditionFailed(err) {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// updateSkierDay is one conditional UpdateItem on a skier-day item. It
+// reports whether the item did not exist before (UPDATED_OLD returns no
+// TotalVertical), in which case this call made the skier-day.
+func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []domain.LiftRide) (bool, error) {
+	names := map[string]string{
+		"#r": attrResortID, "#season": attrSeasonID, "#day": attrDayID,
+		"#total": attrTotalVertical, "#keys": attrRideKeys,
+	}
+	values := item{
+		":r":      numAttr(int64(d.resort)),
+		":season": strAttr(d.season),
+		":day":    numAttr(int64(d.day)),
+	}
+	keys := make([]string, len(rides))
+	conds := make([]string, len(rides))
+	vert := 0
+	for i, r := range rides {
+		keys[i] = rideKey(r)
+		p := ":k" + strconv.Itoa(i)
+		values[p] = strAttr(keys[i])
+		conds[i] = "NOT contains(#keys, " + p + ")"
+		vert += r.Vertical()
+	}
+	values[":vert"] = numAttr(int64(vert))
+	values[":keyset"] = &types.AttributeValueMemberSS{Value: keys}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table),
+		Key: item{
+			attrSkierID: numAttr(int64(d.skier)),
+			attrSortKey: strAttr(dayItemPrefix + skierDaySortKey(d.season, d.day, d.resort)),
+		},
+		UpdateExpression:          aws.String("SET #r = :r, #season = :season, #day = :day ADD #total :vert, #keys :keyset"),
+		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueUpdatedOld,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		if conditionFailed(err) {
+			// Charged like a write, but the error carries no units.
+			s.record("AddRides", true)
+			return false, err
+		}
+		return false, unavailable(fmt.Errorf("update skier-day item of skier %d, %s day %d, resort %d: %w", d.skier, d.season, d.day, d.resort, err))
+	}
+	s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
+	_, existed := out.Attributes[attrTotalVertical]
+	return !existed, nil
+}
+
+// addToResortDays runs phase 3: one conditional update per resort-day
+// shard adding the skiers not yet in it.
+func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) error {
+	groups := map[resortDay][]int32{}
+	var order []resortDay
+	for _, d := range days {
+		rd := d.shard()
+		if _, ok := groups[rd]; !ok {
+			order = append(order, rd)
+		}
+		if !slices.Contains(groups[rd], d.skier) {
+			groups[rd] = append(groups[rd], d.skier)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for _, rd := range order {
+		for chunk := range slices.Chunk(groups[rd], groupLimit) {
+			g.Go(func() error {
+				err := s.updateResortDay(gctx, rd, chunk)
+				if err == nil || !conditionFailed(err) {
+					return err
+				}
+				if len(chunk) == 1 {
+					return nil // counted already
+				}
+				for _, skier := range chunk {
+					if err := s.updateResortDay(gctx, rd, []int32{skier}); err != nil && !conditionFailed(err) {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// updateResortDay adds the skiers to a shard's set and its count, unless
+// one of them is in the set already: set and count change together or not
+// at all.
+func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skiers []int32) error {
+	values := item{":n": numAttr(int64(len(skiers)))}
+	ids := make([]string, len(skiers))
+	conds := make([]string, len(skiers))
+	for i, sk := range skiers {
+		ids[i] = strconv.Itoa(int(sk))
+		p := ":s" + strconv.Itoa(i)
+		values[p] = numAttr(int64(sk))
+		conds[i] = "NOT contains(#skiers, " + p + ")"
+	}
+	values[":set"] = &types.AttributeValueMemberNS{Value: ids}
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.resortDays.table),
+		Key: item{
+			attrResortID: numAttr(int64(rd.resort)),
+			attrSortKey:  strAttr(resortDaySortKey(rd)),
+		},
+		UpdateExpression:          aws.String("ADD #count :n, #skiers :set"),
+		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
+		ExpressionAttributeNames:  map[string]string{"#count": attrSkierCount, "#skiers": attrSkiers},
+		ExpressionAttributeValues: values,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		if conditionFailed(err) {
+			s.record("AddRides", true)
+			return err
+		}
+		return unavailable(fmt.Errorf("update resort-day item of resort %d, %s day %d, shard %d: %w", rd.resort, rd.season, rd.day, rd.shard, err))
+	}
+	s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
+	return nil
+}
+
+func conditionFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+// UniqueSkiers sums the SkierCount of the resort-day's shards: one Query
+// of at most ResortDayShards small items, whatever the number of rides.
+func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+	n := 0
+	err := s.resortDays.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#r = :r AND begins_with(#sk, :day)"),
+		ExpressionAttributeNames:  map[string]string{"#r": attrResortID, "#sk": attrSortKey, "#c": attrSkierCount},
+		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
+		ProjectionExpression:      aws.String("#c"),
+	}, func(it item) error {
+		c, err := getNum(it, attrSkierCount)
+		n += int(c)
+		return err
+	})
+	return n, err
+}
+
+// SkierDayVertical reads one skier-day item's TotalVertical.
+func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+	const op = "SkierDayVertical"
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table),
+		Key: item{
+			attrSkierID: numAttr(int64(skierID)),
+			attrSortKey: strAttr(dayItemPrefix + skierDaySortKey(seasonID, dayID, resortID)),
+		},
+		ProjectionExpression:     aws.String("#t"),
+		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))
+	}
+	s.record(op, false, capacity(out.ConsumedCapacity)...)
+	if len(out.Item) == 0 {
+		return 0, nil
+	}
+	v, err := getNum(out.Item, attrTotalVertical)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return int(v), nil
+}
+
+// skierItems queries the skier's items whose sort key starts with prefix
+// (which also picks the kind: rideItemPrefix or dayItemPrefix).
+func (s *CountersStore) skierItems(ctx context.Context, op string, skierID int32, prefix string, resort int32, projection string, each func(item) error) error {
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
+		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
+		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
+	}
+	if projection != "" {
+		var proj []string
+		for i, name := range strings.Split(projection, ",") {
+			p := "#p" + strconv.Itoa(i)
+			in.ExpressionAttributeNames[p] = name
+			proj = append(proj, p)
+		}
+		in.ProjectionExpression = aws.String(strings.Join(proj, ", "))
+	}
+	if resort != 0 {
+		in.FilterExpression = aws.String("#r = :r")
+		in.ExpressionAttributeNames["#r"] = attrResortID
+		in.ExpressionAttributeValues[":r"] = numAttr(int64(resort))
+	}
+	return s.query(ctx, op, in, each)
+}
+
+// SkierSeasonVerticals sums the skier's skier-day totals at the resort per
+// season: one small item per day skied instead of every ride.
+func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+	totals := seasonTotals{}
+	err := s.skierItems(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, resortID,
+		attrSeasonID+","+attrTotalVertical, totals.adder(attrTotalVertical))
+	if err != nil {
+		return nil, err
+	}
+	return totals.sorted(), nil
+}
+
+// SkierDays lists the days of the skier's skier-day items in the season.
+func (s *CountersStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+	days := daySet{}
+	if err := s.skierItems(ctx, "SkierDays", skierID, dayItemPrefix+seasonPrefix(seasonID), 0, attrDayID, days.add); err != nil {
+		return nil, err
+	}
+	return days.sorted(), nil
+}
+
+// SkierDayRides reads the skier's ride items of the day.
+func (s *CountersStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	var out []domain.LiftRide
+	err := s.skierItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(seasonID, dayID), 0, "", func(it item) error {
+		r, err := itemRide(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, compareRidesInDay)
+	return out, nil
+}
+
+// CountItems counts the items of both tables: rides, skier-days and
+// resort-day shards.
+func (s *CountersStore) CountItems(ctx context.Context) (int64, error) {
+	n, err := s.base.CountItems(ctx)
+	if err != nil {
+		return 0, err
+	}
+	m, err := s.resortDays.CountItems(ctx)
+	return n + m, err
+}
