@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// Target is one store under test, as OpenTarget wires it.
+type Target struct {
+	Name  string
+	Store ports.RideStore
+	// Count is what the store holds at the end: rows for postgres, items
+	// for DynamoDB, distinct rides for memory.
+	Count func(ctx context.Context) (int64, error)
+	// CountUnit names what Count counts ("rows", "items", "rides").
+	CountUnit string
+	// Capacity is the DynamoDB stores' request and unit counters; nil for
+	// the others.
+	Capacity dynamo.Capacity
+	// IndexesPerItem is how many GSIs index each item Count counts
+	// (DynamoDB only); dynalite does not bill their writes, so Run adds
+	// them (GSIWriteUnits).
+	IndexesPerItem int
+	// Close releases the store (drops the schema or tables unless kept).
+	Close func(ctx context.Context) error
+}
+
+// LoadOptions is how rides are written: BatchSize rides per AddRides call,
+// Writers calls in flight, as the persister does.
+type LoadOptions struct {
+	BatchSize int
+	Writers   int
+}
+
+// Latency summarises one query kind's latencies.
+type Latency struct {
+	N     int     `json:"n"`
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+}
+
+// Result is one store's numbers.
+type Result struct {
+	Store        string  `json:"store"`
+	Rides        int     `json:"rides"`
+	WriteSeconds float64 `json:"write_seconds"`
+	RidesPerSec  float64 `json:"rides_per_second"`
+	// PortCalls counts the calls made through the port: AddRides batches
+	// and queries.
+	WriteCalls int `json:"write_calls"`
+	ReadCalls  int `json:"read_calls"`
+	// DynamoDB only (zero otherwise): requests sent, units reported by the
+	// server, and the index write units the benchmark adds.
+	Dynamo         bool    `json:"dynamo"`
+	WriteRequests  int64   `json:"write_requests,omitempty"`
+	ReadRequests   int64   `json:"read_requests,omitempty"`
+	WriteCU        float64 `json:"write_cu,omitempty"`
+	GSIWriteCU     float64 `json:"gsi_write_cu,omitempty"`
+	TotalWriteCU   float64 `json:"total_write_cu,omitempty"`
+	ReadCU         float64 `json:"read_cu,omitempty"`
+	WriteCUPerRide float64 `json:"write_cu_per_ride,omitempty"`
+	Stored         int64   `json:"stored"`
+	StoredUnit     string  `json:"stored_unit"`
+	// Latencies per query kind.
+	Latencies map[string]Latency `json:"latencies"`
+	// Mismatches counts the queries whose answer differs from the memory
+	// reference's; Mismatched holds the first few for the report.
+	Mismatches int      `json:"mismatches"`
+	Mismatched []string `json:"mismatched,omitempty"`
+}
+
+// GSIWriteUnits is the index write cost dynalite leaves out: each item
+// written once (a fresh load) writes one entry, of under 1 KB, to each GSI
+// that indexes it, at 1 WCU each. Rewrites that leave the index key alone
+// add none (docs/dynamodb.md).
+func GSIWriteUnits(indexesPerItem int, items int64) float64 {
+	return float64(indexesPerItem) * float64(items)
+}
+
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the
+// sorted durations, in milliseconds; 0 for none.
+func Percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return float64(sorted[rank-1]) / float64(time.Millisecond)
+}
+
+// Load writes the rides in batches with opts.Writers callers at once and
+// returns how long it took.
+func Load(ctx context.Context, s ports.RideStore, rides []domain.LiftRide, opts LoadOptions) (time.Duration, int, error) {
+	batches := slices.Collect(slices.Chunk(rides, max(opts.BatchSize, 1)))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan []domain.LiftRide)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range max(opts.Writers, 1) {
+		wg.Go(func() {
+			for b := range next {
+				if err := s.AddRides(ctx, b); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+feed:
+	for _, b := range batches {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return elapsed, len(batches), fmt.Errorf("load: %w", err)
+	}
+	return elapsed, len(batches), nil
+}
+
+// Run loads the rides into the target, asks it every query (one at a time,
+// so latency is the store's, not a queue's), compares the answers with
+// want (the reference's, one per query) and collects the numbers.
+func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Query, want []string, opts LoadOptions) (Result, error) {
+	res := Result{Store: t.Name, Rides: len(rides), StoredUnit: t.CountUnit, Latencies: map[string]Latency{}, Dynamo: t.Capacity != nil}
+	elapsed, calls, err := Load(ctx, t.Store, rides, opts)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	res.WriteSeconds = elapsed.Seconds()
+	res.RidesPerSec = float64(len(rides)) / elapsed.Seconds()
+	res.WriteCalls = calls
+
+	perKind := map[string][]time.Duration{}
+	for i, q := range queries {
+		start := time.Now()
+		got, err := Ask(ctx, t.Store, q)
+		d := time.Since(start)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", t.Name, err)
+		}
+		perKind[q.Kind] = append(perKind[q.Kind], d)
+		if i < len(want) && got != want[i] {
+			res.Mismatches++
+			if len(res.Mismatched) < 5 {
+				res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s%+v: got %s, want %s", q.Kind, q, got, want[i]))
+			}
+		}
+	}
+	res.ReadCalls = len(queries)
+	for kind, ds := range perKind {
+		slices.Sort(ds)
+		res.Latencies[kind] = Latency{N: len(ds), P50ms: Percentile(ds, 50), P99ms: Percentile(ds, 99)}
+	}
+
+	if t.Count != nil {
+		if res.Stored, err = t.Count(ctx); err != nil {
+			return res, fmt.Errorf("%s: count: %w", t.Name, err)
+		}
+	} else {
+		res.Stored = int64(distinct(rides))
+	}
+	if t.Capacity != nil {
+		// Count's Scan is counted by the store under CountItems: it is
+		// the benchmark's, not the query mix's, so it is left out.
+		for op, st := range t.Capacity.Stats() {
+			switch op {
+			case "AddRides":
+				res.WriteRequests += st.Requests
+				res.WriteCU += st.WriteCU
+			case "CountItems":
+			default:
+				res.ReadRequests += st.Requests
+				res.ReadCU += st.ReadCU
+			}
+		}
+		res.GSIWriteCU = GSIWriteUnits(t.IndexesPerItem, res.Stored)
+		res.TotalWriteCU = res.WriteCU + res.GSIWriteCU
+		if len(rides) > 0 {
+			res.WriteCUPerRide = res.TotalWriteCU / float64(len(rides))
+		}
+	}
+	return res, nil
+}
+
+// Reference answers the queries from the in-memory store loaded with the
+// rides: the answers every other store must give.
+func Reference(ctx context.Context, s ports.RideStore, rides []domain.LiftRide, queries []Query) ([]string, error) {
+	if err := s.AddRides(ctx, rides); err != nil {
+		return nil, fmt.Errorf("reference store: %w", err)
+	}
+	out := make([]string, len(queries))
+	for i, q := range queries {
+		a, err := Ask(ctx, s, q)
+		if err != nil {
+			return nil, fmt.Errorf("reference store: %w", err)
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+func distinct(rides []domain.LiftRide) int {
+	seen := make(map[domain.LiftRide]struct{}, len(rides))
+	for _, r := range rides {
+		seen[r] = struct{}{}
+	}
+	return len(seen)
+}

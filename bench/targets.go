@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/memory"
+	"github.com/skidata/skidata/adapters/postgres"
+	"github.com/skidata/skidata/test/dynamotest"
+)
+
+// Env is where the stores live.
+type Env struct {
+	DatabaseURL string
+	// DynamoEndpoint is a running DynamoDB (or dynalite); empty: Main
+	// starts dynalite from test/dynamodb.
+	DynamoEndpoint string
+	DynamoRegion   string
+	// DynamoWriteConcurrency is each DynamoDB store's requests in flight
+	// per AddRides call (the service's --dynamo-write-concurrency).
+	DynamoWriteConcurrency int
+	// RunID makes this run's schema and table prefix unique.
+	RunID string
+	// Keep leaves the schema and tables in place for inspection.
+	Keep bool
+
+	dynamoClient *dynamodb.Client
+}
+
+// StoreNames are the stores OpenTarget knows.
+var StoreNames = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters"}
+
+// OpenTarget wires the named store to a fresh, empty place: a new schema
+// for postgres, new tables under a new prefix for DynamoDB.
+func OpenTarget(ctx context.Context, env *Env, name string) (*Target, error) {
+	switch {
+	case name == "memory":
+		s := memory.NewRideStore()
+		return &Target{Name: name, Store: s, CountUnit: "rides", Close: func(context.Context) error { return nil }}, nil
+	case name == "postgres":
+		return openPostgres(ctx, env)
+	case strings.HasPrefix(name, "dynamo-"):
+		return openDynamo(ctx, env, name, strings.TrimPrefix(name, "dynamo-"))
+	default:
+		return nil, fmt.Errorf("unknown store %q (known: %s)", name, strings.Join(StoreNames, ", "))
+	}
+}
+
+func openPostgres(ctx context.Context, env *Env) (*Target, error) {
+	schema := "skibench_" + env.RunID
+	db, err := postgres.Open(ctx, postgres.Config{URL: env.DatabaseURL, Schema: schema})
+	if err != nil {
+		return nil, fmt.Errorf("postgres (set --database-url): %w", err)
+	}
+	return &Target{
+		Name: "postgres", Store: db.Rides(), Count: db.CountRides, CountUnit: "rows",
+		Close: func(ctx context.Context) error {
+			db.Close()
+			if env.Keep {
+				return nil
+			}
+			return dropSchema(ctx, env.DatabaseURL, schema)
+		},
+	}, nil
+}
+
+func dropSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: connect: %w", schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, error) {
+	if env.dynamoClient == nil {
+		if env.DynamoEndpoint == "" {
+			return nil, errors.New("no DynamoDB endpoint (Main starts dynalite when --dynamo-endpoint is empty)")
+		}
+		c, err := dynamo.NewClient(ctx, dynamo.Config{Region: env.DynamoRegion, Endpoint: env.DynamoEndpoint})
+		if err != nil {
+			return nil, err
+		}
+		env.dynamoClient = c
+	}
+	client := env.dynamoClient
+	cfg := dynamo.Config{
+		Region: env.DynamoRegion, Endpoint: env.DynamoEndpoint, Model: model,
+		TablePrefix:      fmt.Sprintf("skibench_%s_%s_", env.RunID, model),
+		WriteConcurrency: env.DynamoWriteConcurrency,
+	}
+	defs, err := dynamo.TableDefinitions(cfg.TablePrefix, model)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := dynamo.CreateTables(ctx, client, cfg.TablePrefix, model); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s, err := dynamo.NewRideStore(client, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// Only the skier table carries indexes, and CountItems counts its
+	// items (plus, for counters, unindexed resort-day items).
+	indexes := len(defs[0].GlobalSecondaryIndexes)
+	return &Target{
+		Name: name, Store: s, Count: s.CountItems, CountUnit: "items", Capacity: s, IndexesPerItem: indexes,
+		Close: func(ctx context.Context) error {
+			if env.Keep {
+				return nil
+			}
+			var errs []error
+			for _, d := range defs {
+				if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: d.TableName}); err != nil {
+					errs = append(errs, fmt.Errorf("delete table %s: %w", *d.TableName, err))
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}, nil
+}
+
+// startDynalite runs dynalite from test/dynamodb for the run when no
+// endpoint is given, and points env at it with dummy credentials.
+func startDynalite(env *Env) (stop func(), err error) {
+	srv, err := dynamotest.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start dynalite (or pass --dynamo-endpoint): %w", err)
+	}
+	env.DynamoEndpoint = srv.Endpoint
+	env.DynamoRegion = dynamotest.Region
+	env.dynamoClient = dynamotest.ClientFor(srv.Endpoint)
+	return srv.Stop, nil
+}
+
+// NewRunID is a run's unique suffix for schema and table names.
+func NewRunID() string {
+	return fmt.Sprintf("%d", time.Now().UnixNano()/int64(time.Millisecond))
+}
