@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/adapters/memory"
+	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/dynamotest"
+)
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want float64
+	}{{50, 50}, {99, 99}, {100, 100}, {1, 1}, {0.1, 1}} {
+		if got := Percentile(ds, c.p); got != c.want {
+			t.Errorf("Percentile(1..100 ms, %v) = %v; want %v", c.p, got, c.want)
+		}
+	}
+	if got := Percentile([]time.Duration{3 * time.Millisecond}, 99); got != 3 {
+		t.Errorf("Percentile of one = %v; want 3", got)
+	}
+	if got := Percentile(nil, 50); got != 0 {
+		t.Errorf("Percentile of none = %v; want 0", got)
+	}
+}
+
+func TestDataSetIsDeterministicAndInRange(t *testing.T) {
+	ds := DefaultDataSet()
+	ds.Rides = 5000
+	a, err := ds.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ds.Generate()
+	if !slices.Equal(a, b) {
+		t.Fatal("two Generate calls with one seed differ")
+	}
+	for _, r := range a {
+		if r.SkierID < 1 || r.SkierID > 100_000 || r.ResortID < 1 || r.ResortID > 10 || r.LiftID < 1 || r.LiftID > 40 ||
+			r.Time < 1 || r.Time > 360 || r.DayID < 1 || r.DayID > ds.Days || r.SeasonID != "2024" {
+			t.Fatalf("ride out of the data set's ranges: %+v", r)
+		}
+	}
+	ds.Seed++
+	c, _ := ds.Generate()
+	if slices.Equal(a, c) {
+		t.Error("another seed gave the same rides")
+	}
+	q1, q2 := ds.Queries(a, 10), ds.Queries(a, 10)
+	if !slices.Equal(q1, q2) || len(q1) != 10*len(Kinds) {
+		t.Errorf("Queries not deterministic or not 10 of each kind: %d", len(q1))
+	}
+}
+
+func TestGSIWriteUnitsAreOnePerIndexPerItem(t *testing.T) {
+	if got := GSIWriteUnits(1, 50_000); got != 50_000 {
+		t.Errorf("1 index, 50,000 items = %v WCU; want 50000", got)
+	}
+	if got := GSIWriteUnits(0, 50_000); got != 0 {
+		t.Errorf("no index = %v WCU; want 0", got)
+	}
+	if got := GSIWriteUnits(2, 7); got != 14 {
+		t.Errorf("2 indexes, 7 items = %v WCU; want 14", got)
+	}
+}
+
+// offByOne answers UniqueSkiers wrong, as a broken store would.
+type offByOne struct{ ports.RideStore }
+
+func (o offByOne) UniqueSkiers(ctx context.Context, r int32, s string, d int) (int, error) {
+	n, err := o.RideStore.UniqueSkiers(ctx, r, s, d)
+	return n + 1, err
+}
+
+func TestRunCountsAnswersThatDifferFromTheReference(t *testing.T) {
+	ctx := context.Background()
+	ds := DefaultDataSet()
+	ds.Rides = 500
+	rides, _ := ds.Generate()
+	queries := ds.Queries(rides, 5)
+	want, err := Reference(ctx, memory.NewRideStore(), rides, queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := Run(ctx, &Target{Name: "memory", Store: memory.NewRideStore()}, rides, queries, want, LoadOptions{BatchSize: 50, Writers: 3})
+	if err != nil || good.Mismatches != 0 || good.Stored == 0 || good.WriteCalls != 10 {
+		t.Errorf("memory against itself: %d mismatches, %d stored, %d calls, %v; want 0, >0, 10", good.Mismatches, good.Stored, good.WriteCalls, err)
+	}
+	bad, err := Run(ctx, &Target{Name: "broken", Store: offByOne{memory.NewRideStore()}}, rides, queries, want, LoadOptions{BatchSize: 50, Writers: 3})
+	if err != nil || bad.Mismatches != 5 || len(bad.Mismatched) != 5 {
+		t.Errorf("store off by one on UniqueSkiers: %d mismatches, %v; want the 5 UniqueSkiers queries", bad.Mismatches, err)
+	}
+}
+
+func TestReportRendersEveryStoreAndKind(t *testing.T) {
+	r := Report{DataSet: DefaultDataSet(), QueriesPer: 3, Results: []Result{
+		{Store: "memory", Rides: 10, RidesPerSec: 1000, Stored: 10, StoredUnit: "rides", Latencies: map[string]Latency{KindUniqueSkiers: {N: 3, P50ms: 0.5, P99ms: 2}}},
+		{Store: "dynamo-adopted", Rides: 10, RidesPerSec: 50, Dynamo: true, WriteRequests: 1, WriteCU: 10, GSIWriteCU: 10, TotalWriteCU: 20, WriteCUPerRide: 2, Stored: 10, StoredUnit: "items", Mismatches: 1, Latencies: map[string]Latency{}},
+	}}
+	var md bytes.Buffer
+	r.WriteMarkdown(&md)
+	for _, want := range []string{"### memory", "### dynamo-adopted", "| dynamo-adopted | 10 | 50.0 | 1 | 10.0 + 10.0 = 20.0 | 2.00 |", "| memory | 10 | 1000 | — |",
+		"UniqueSkiers p50 / p99 | 0.50 / 2.00 ms", "| SkierDayRides |", "dynalite) reports the base table's write units only"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if r.Mismatches() != 1 {
+		t.Errorf("Mismatches = %d; want 1", r.Mismatches())
+	}
+	var svg bytes.Buffer
+	r.WriteSVG(&svg)
+	if s := svg.String(); !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "dynamo-adopted") || !strings.HasSuffix(strings.TrimSpace(s), "</svg>") {
+		t.Errorf("SVG malformed:\n%s", s)
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Results) != 2 || back.Results[1].TotalWriteCU != 20 {
+		t.Errorf("JSON round trip: %v, %+v", err, back.Results)
+	}
+}
+
+// skibench end to end on a small data set: every store must give the memory
+// store's answers, and the DynamoDB ones report their requests and units.
+func TestSkibenchEndToEndStoresAgree(t *testing.T) {
+	endpoint := dynamotest.EndpointOrStart(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	var out, errOut bytes.Buffer
+	code := Main(dynamotest.Context(t), []string{
+		"--stores", "memory,dynamo-adopted,dynamo-counters", "--rides", "2000", "--days", "3", "--skiers", "300",
+		"--queries", "20", "--batch-size", "100", "--dynamo-endpoint", endpoint, "--json",
+	}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("skibench exit %d; stderr:\n%s", code, errOut.String())
+	}
+	var r Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, out.String())
+	}
+	if len(r.Results) != 3 {
+		t.Fatalf("%d results; want 3", len(r.Results))
+	}
+	for _, res := range r.Results {
+		if res.Mismatches != 0 || res.Rides != 2000 || res.RidesPerSec <= 0 {
+			t.Errorf("%s: %d mismatches, %d rides, %v rides/s", res.Store, res.Mismatches, res.Rides, res.RidesPerSec)
+		}
+		for _, k := range Kinds {
+			if res.Latencies[k].N != 20 {
+				t.Errorf("%s: %d %s queries timed; want 20", res.Store, res.Latencies[k].N, k)
+			}
+		}
+	}
+	adopted, counters := r.Results[1], r.Results[2]
+	if adopted.WriteRequests != 2000/25 || adopted.GSIWriteCU != float64(adopted.Stored) || adopted.Stored != r.Results[0].Stored {
+		t.Errorf("adopted: %d write requests (want 80), GSI %v for %d items (want one each, %d rides)",
+			adopted.WriteRequests, adopted.GSIWriteCU, adopted.Stored, r.Results[0].Stored)
+	}
+	if counters.GSIWriteCU != 0 || counters.Stored <= adopted.Stored {
+		t.Errorf("counters: GSI %v (want 0), %d items (want more than the rides: counters too)", counters.GSIWriteCU, counters.Stored)
+	}
+	if !strings.Contains(errOut.String(), "every store gave the memory store's answers") {
+		t.Errorf("stderr lacks the verdict:\n%s", errOut.String())
+	}
+}
