@@ -1,5 +1,5 @@
 // Package dynamo is the DynamoDB store adapter: ports.RideStore in three data
-// models and a ports.ResortStore shared by both, on aws-sdk-go-v2.
+// models and a ports.ResortStore shared by all, on aws-sdk-go-v2.
 //
 // In the flow (see ARCHITECTURE.md) it sits behind the persister, which
 // hands it batches of rides taken off the queue, and behind the query
@@ -17,7 +17,7 @@
 //     counted inside the same item, so conditional updates keep them exact
 //     under redelivery without transactions.
 //
-// Both count the capacity units DynamoDB reports per operation (Stats) so the
+// Each counts the capacity units DynamoDB reports per operation (Stats) so the
 // benchmark can report cost. Table and index definitions live in tables.go
 // only; CreateTables and DescribeTables serve the `skiapi tables` command.
 package dynamo
