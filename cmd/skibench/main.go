@@ -6,7 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/skidata/skidata/bench"
+	"github.com/skidata/skidata/cmd/skibench/internal/bench"
 )
 
 func main() {
