@@ -14,6 +14,9 @@ import (
 // flag with an environment-variable equivalent (SKI_ and the flag name in
 // upper snake case); a flag on the command line wins over the variable.
 type Config struct {
+	// Profile names a set of defaults for a deployment (profile.go): ""
+	// for none, "ec2" for the AWS production layout.
+	Profile         string
 	Listen          string
 	Role            string
 	Store           string
@@ -98,6 +101,7 @@ func DefaultConfig() Config {
 
 // RegisterFlags binds the config's fields to flags on fs, defaults from c.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Profile, "profile", c.Profile, "deployment profile whose defaults to apply before the environment and flags: "+strings.Join(ProfileNames(), "|")+" (empty: none)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address the HTTP server listens on")
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(Stores, "|"))
@@ -155,17 +159,11 @@ func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	return err
 }
 
-// ParseConfig reads flags then the environment.
+// ParseConfig reads flags, then the environment, then the profile's
+// defaults (ParseConfigSources).
 func ParseConfig(fs *flag.FlagSet, args []string) (Config, error) {
-	c := DefaultConfig()
-	c.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := ApplyEnv(fs, os.LookupEnv); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
+	c, _, err := ParseConfigSources(fs, args, os.LookupEnv)
+	return c, err
 }
 
 // Validate reports the first setting that cannot work.
@@ -175,6 +173,7 @@ func (c Config) Validate() error {
 		allowed     []string
 	}{
 		{"store", c.Store, Stores}, {"queue", c.Queue, Queues}, {"role", c.Role, Roles},
+		{"profile", c.Profile, append([]string{""}, ProfileNames()...)},
 		{"log-format", c.LogFormat, []string{"text", "json"}},
 		{"log-level", c.LogLevel, []string{"debug", "info", "warn", "error"}},
 		{"cache", c.Cache, Caches},

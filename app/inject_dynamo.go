@@ -32,8 +32,32 @@ func dynamoConfig(cfg Config) dynamo.Config {
 	}
 }
 
+// provideDynamoAPI connects and checks, before anything is served, that
+// the region is known and the tables exist: a missing dependency stops the
+// start with a message naming it.
 func provideDynamoAPI(ctx context.Context, cfg Config) (dynamo.API, error) {
-	return dynamo.NewClient(ctx, dynamoConfig(cfg))
+	dc := dynamoConfig(cfg)
+	if dc.Region == "" && Profiles[cfg.Profile].RegionFromInstance {
+		region, err := instanceRegion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		dc.Region = region
+	}
+	client, err := dynamo.NewClient(ctx, dc)
+	if err != nil {
+		return nil, err
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, startupCheckTimeout)
+	defer cancel()
+	if err := dynamo.CheckTables(checkCtx, client, dc.TablePrefix, dc.Model); err != nil {
+		where := "AWS"
+		if dc.Endpoint != "" {
+			where = dc.Endpoint
+		}
+		return nil, fmt.Errorf("DynamoDB (%s, region %s) not usable: %w", where, dc.Region, err)
+	}
+	return client, nil
 }
 
 func provideDynamoRideStore(api dynamo.API, cfg Config) (ports.RideStore, error) {

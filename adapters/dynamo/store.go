@@ -54,6 +54,11 @@ func NewClient(ctx context.Context, cfg Config) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	if awsCfg.Region == "" {
+		// The SDK would fail every request with the same complaint; say it
+		// once, at start-up, with the fix.
+		return nil, errors.New("DynamoDB region missing: set --dynamo-region, SKI_DYNAMO_REGION or AWS_REGION")
+	}
 	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)

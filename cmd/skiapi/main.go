@@ -8,6 +8,7 @@
 //	                         create / show the DynamoDB tables of --store dynamo-*
 //	skiapi dlq list [--limit N]|replay [flags]
 //	                         show / requeue the rides RabbitMQ dead-lettered
+//	skiapi config [flags]    print the effective configuration, secrets masked
 //	skiapi version           print the version
 //
 // Every flag has an environment variable (SKI_ and the flag name in upper
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return tables(args, stdout, stderr)
 	case "dlq":
 		return dlq(args, stdout, stderr)
+	case "config":
+		return printConfig(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "skiapi", version)
 		return 0
@@ -90,6 +93,8 @@ Commands:
                    and the service's --amqp-* flags)
   dlq replay       move the dead-lettered rides back to the ride queues and
                    print how many
+  config    print the effective configuration, one "flag = value (source)"
+            a line (source: flag, env, profile or default), passwords masked
   version   print the version
   help      print this help
 
@@ -250,4 +255,24 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(&b, "%d dead-lettered rides shown (limit %d)", len(dls), limit)
 		return b.String(), nil
 	})
+}
+
+// printConfig prints every setting as the other commands would see it and
+// where it came from, so an operator can check a unit's environment without
+// starting it. An invalid configuration is printed too, then reported.
+func printConfig(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet(stderr)
+	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
+	_, src, err := app.ParseConfigSources(fs, args, os.LookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if fs.Parsed() {
+		fmt.Fprint(stdout, app.EffectiveConfig(fs, src))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "skiapi:", err)
+		return 2
+	}
+	return 0
 }

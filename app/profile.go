@@ -1,0 +1,171 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// A Profile is a named set of defaults for one way of deploying the
+// service. It sits between the built-in defaults and the environment:
+// flag > SKI_ variable > profile > built-in default, so every setting a
+// profile chooses can still be overridden.
+type Profile struct {
+	// Defaults maps a flag name to the value the profile gives it.
+	Defaults map[string]string
+	// FromEnv maps a flag name to a non-SKI_ variable the platform already
+	// sets (AMQP_URL, AWS_REGION): when that variable is set it is the
+	// profile's value for the flag, still below --flag and SKI_ variables.
+	FromEnv map[string]string
+	// RegionFromInstance: when the DynamoDB region is still empty at
+	// start-up, ask the EC2 instance metadata service for it.
+	RegionFromInstance bool
+}
+
+// Profiles are the deployment profiles --profile / SKI_PROFILE accept.
+var Profiles = map[string]Profile{
+	// ec2 is the AWS layout of docs/operations.md: API and consumer
+	// instances sharing a RabbitMQ broker, rides in DynamoDB (adopted
+	// model), credentials from the instance role, JSON logs for the
+	// journal and CloudWatch. The role comes from SKI_ROLE.
+	"ec2": {
+		Defaults: map[string]string{
+			"store":      "dynamo-adopted",
+			"queue":      "rabbitmq",
+			"log-format": "json",
+		},
+		FromEnv: map[string]string{
+			"amqp-url":      "AMQP_URL",
+			"dynamo-region": "AWS_REGION",
+		},
+		RegionFromInstance: true,
+	},
+}
+
+// ProfileNames lists the profiles, sorted.
+func ProfileNames() []string {
+	names := make([]string, 0, len(Profiles))
+	for n := range Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Sources says where each flag's effective value came from: "flag",
+// "env SKI_X", "profile ec2", "profile ec2 via AMQP_URL" or "default".
+type Sources map[string]string
+
+// ParseConfigSources parses args, then fills what the command line left
+// unset from the environment (lookup), then from the profile that the flags
+// or environment name; it returns the configuration, where each value came
+// from, and the first error.
+func ParseConfigSources(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) (Config, Sources, error) {
+	c := DefaultConfig()
+	c.RegisterFlags(fs)
+	src := Sources{}
+	if err := fs.Parse(args); err != nil {
+		return c, src, err
+	}
+	fs.Visit(func(f *flag.Flag) { src[f.Name] = "flag" })
+	if err := ApplyEnv(fs, lookup); err != nil {
+		return c, src, err
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := src[f.Name]; ok {
+			return
+		}
+		if _, ok := lookup(EnvName(f.Name)); ok {
+			src[f.Name] = "env " + EnvName(f.Name)
+		}
+	})
+	if c.Profile != "" {
+		p, ok := Profiles[c.Profile]
+		if !ok {
+			return c, src, fmt.Errorf("--profile %q is not one of %s", c.Profile, strings.Join(ProfileNames(), ", "))
+		}
+		if err := p.apply(fs, src, c.Profile, lookup); err != nil {
+			return c, src, err
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := src[f.Name]; !ok {
+			src[f.Name] = "default"
+		}
+	})
+	return c, src, c.Validate()
+}
+
+// apply sets every flag neither the command line nor a SKI_ variable set
+// to the profile's value.
+func (p Profile) apply(fs *flag.FlagSet, src Sources, name string, lookup func(string) (string, bool)) error {
+	set := func(flagName, value, source string) error {
+		if _, taken := src[flagName]; taken {
+			return nil
+		}
+		if err := fs.Set(flagName, value); err != nil {
+			return fmt.Errorf("profile %s: --%s %q: %w", name, flagName, value, err)
+		}
+		src[flagName] = source
+		return nil
+	}
+	for _, f := range sortedKeys(p.FromEnv) {
+		if v, ok := lookup(p.FromEnv[f]); ok && v != "" {
+			if err := set(f, v, "profile "+name+" via "+p.FromEnv[f]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range sortedKeys(p.Defaults) {
+		if err := set(f, p.Defaults[f], "profile "+name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// dsnPassword matches a password in a key=value connection string.
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+
+// MaskSecrets returns value with any password in it replaced by xxxxx: the
+// user:password of a URL, or password=... of a key=value connection
+// string. Anything else is returned as it is.
+func MaskSecrets(value string) string {
+	if u, err := url.Parse(value); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			value = u.Redacted()
+		}
+	}
+	if u, err := url.Parse(value); err == nil && u.RawQuery != "" {
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+			value = u.String()
+		}
+	}
+	return dsnPassword.ReplaceAllString(value, "${1}xxxxx")
+}
+
+// EffectiveConfig lists every flag as `name = value (source)`, one a line,
+// in flag order, with secrets masked: what `skiapi config` prints.
+func EffectiveConfig(fs *flag.FlagSet, src Sources) string {
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(&b, "%s = %s (%s)\n", f.Name, MaskSecrets(f.Value.String()), src[f.Name])
+	})
+	return b.String()
+}

@@ -1,0 +1,195 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func parseSources(t *testing.T, args []string, env map[string]string) (Config, Sources, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return ParseConfigSources(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+}
+
+func TestProfileEC2ChoosesDynamoRabbitMQAndJSONLogs(t *testing.T) {
+	c, src, err := parseSources(t, []string{"--profile", "ec2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != "dynamo-adopted" || c.Queue != "rabbitmq" || c.LogFormat != "json" || c.Role != "all" {
+		t.Errorf("ec2 profile gave store %q queue %q log-format %q role %q", c.Store, c.Queue, c.LogFormat, c.Role)
+	}
+	if src["store"] != "profile ec2" || src["role"] != "default" || src["profile"] != "flag" {
+		t.Errorf("sources: store %q, role %q, profile %q", src["store"], src["role"], src["profile"])
+	}
+}
+
+// Each row sets --queue-capacity's neighbour --store at some levels and
+// says which must win: flag > SKI_ variable > profile > built-in default.
+func TestProfilePrecedenceFlagOverEnvOverProfileOverDefault(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		wantStore string
+		wantSrc   string
+	}{
+		{"default only", nil, nil, "memory", "default"},
+		{"profile over default", nil, map[string]string{"SKI_PROFILE": "ec2"}, "dynamo-adopted", "profile ec2"},
+		{"env over profile", nil, map[string]string{"SKI_PROFILE": "ec2", "SKI_STORE": "dynamo-abandoned"}, "dynamo-abandoned", "env SKI_STORE"},
+		{"flag over env and profile", []string{"--store", "memory"}, map[string]string{"SKI_PROFILE": "ec2", "SKI_STORE": "dynamo-abandoned"}, "memory", "flag"},
+		{"flag profile, env store", []string{"--profile", "ec2"}, map[string]string{"SKI_STORE": "memory"}, "memory", "env SKI_STORE"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, src, err := parseSources(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Store != tc.wantStore || src["store"] != tc.wantSrc {
+				t.Errorf("store = %q (%s); want %q (%s)", c.Store, src["store"], tc.wantStore, tc.wantSrc)
+			}
+		})
+	}
+}
+
+func TestProfileEC2TakesAMQPURLAndAWSRegionBelowSKIVariables(t *testing.T) {
+	env := map[string]string{"SKI_PROFILE": "ec2", "AMQP_URL": "amqp://u:p@mq:5671/", "AWS_REGION": "eu-central-1"}
+	c, src, err := parseSources(t, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AMQP.URL != "amqp://u:p@mq:5671/" || src["amqp-url"] != "profile ec2 via AMQP_URL" {
+		t.Errorf("amqp-url = %q (%s)", c.AMQP.URL, src["amqp-url"])
+	}
+	if c.Dynamo.Region != "eu-central-1" || src["dynamo-region"] != "profile ec2 via AWS_REGION" {
+		t.Errorf("dynamo-region = %q (%s)", c.Dynamo.Region, src["dynamo-region"])
+	}
+	env["SKI_AMQP_URL"] = "amqp://other/"
+	c, _, err = parseSources(t, []string{"--dynamo-region", "us-east-1"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AMQP.URL != "amqp://other/" || c.Dynamo.Region != "us-east-1" {
+		t.Errorf("SKI_AMQP_URL and --dynamo-region must win over the profile: amqp %q region %q", c.AMQP.URL, c.Dynamo.Region)
+	}
+}
+
+func TestProfileAWSVariablesIgnoredWithoutProfile(t *testing.T) {
+	c, _, err := parseSources(t, nil, map[string]string{"AMQP_URL": "amqp://x/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AMQP.URL != DefaultConfig().AMQP.URL {
+		t.Errorf("AMQP_URL without a profile changed amqp-url to %q", c.AMQP.URL)
+	}
+}
+
+func TestProfileUnknownIsRefusedNamingTheChoices(t *testing.T) {
+	_, _, err := parseSources(t, []string{"--profile", "gcp"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `"gcp"`) || !strings.Contains(err.Error(), "ec2") {
+		t.Fatalf("err = %v; want it to name gcp and the choices", err)
+	}
+}
+
+func TestMaskSecretsHidesPasswords(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://guest:guest@127.0.0.1:5672/":            "amqp://guest:xxxxx@127.0.0.1:5672/",
+		"postgres://u:s3cret@db:5432/x?sslmode=require": "postgres://u:xxxxx@db:5432/x?sslmode=require",
+		"postgres://u@db/x?password=s3cret":             "postgres://u@db/x?password=xxxxx",
+		"host=db user=u password=s3cret dbname=x":       "host=db user=u password=xxxxx dbname=x",
+		"amqp://mq.internal:5672/":                      "amqp://mq.internal:5672/",
+		":8080":                                         ":8080",
+	} {
+		if got := MaskSecrets(in); got != want {
+			t.Errorf("MaskSecrets(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env := map[string]string{"SKI_PROFILE": "ec2", "AMQP_URL": "amqp://u:topsecret@mq/"}
+	_, src, err := ParseConfigSources(fs, []string{"--database-url", "postgres://a:pw2@h/db"}, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := EffectiveConfig(fs, src)
+	if strings.Contains(out, "topsecret") || strings.Contains(out, "pw2") {
+		t.Errorf("a password leaked:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if len(lines) != n {
+		t.Errorf("%d lines for %d flags:\n%s", len(lines), n, out)
+	}
+	for _, want := range []string{
+		"amqp-url = amqp://u:xxxxx@mq/ (profile ec2 via AMQP_URL)",
+		"database-url = postgres://a:xxxxx@h/db (flag)",
+		"store = dynamo-adopted (profile ec2)",
+		"profile = ec2 (env SKI_PROFILE)",
+		"listen = :8080 (default)",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing line %q in:\n%s", want, out)
+		}
+	}
+}
+
+// fakeIMDS answers the two IMDSv2 calls GetRegion makes: a session token,
+// then the instance identity document, which holds the region.
+func fakeIMDS(t *testing.T, region string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
+			w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", "21600")
+			io.WriteString(w, "token")
+		case r.Method == http.MethodGet && r.URL.Path == "/latest/dynamic/instance-identity/document":
+			if r.Header.Get("X-Aws-Ec2-Metadata-Token") != "token" {
+				http.Error(w, "no token", http.StatusUnauthorized)
+				return
+			}
+			fmt.Fprintf(w, `{"region":%q,"instanceId":"i-0123","availabilityZone":%q}`, region, region+"a")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestInstanceRegionComesFromInstanceMetadata(t *testing.T) {
+	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1"))
+	got, err := instanceRegion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "eu-north-1" {
+		t.Errorf("region = %q; want eu-north-1", got)
+	}
+}
+
+func TestInstanceRegionMissingFailsNamingTheRegion(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	t.Setenv(envIMDSEndpoint, closed)
+	_, err = instanceRegion(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "region missing") || !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Fatalf("err = %v; want it to say the region is missing and how to set it", err)
+	}
+}
