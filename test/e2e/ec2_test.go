@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/test/apitest"
+	"github.com/skidata/skidata/test/dynamotest"
+)
+
+// ec2Env sets the process environment as the ec2 launch templates do
+// (SKI_PROFILE, AMQP_URL, AWS_REGION; credentials, here dummy ones, for the
+// SDK's default chain), and points the instance-metadata client at a closed
+// port so that nothing on this machine is mistaken for EC2.
+func ec2Env(t *testing.T, amqpURL, region string) {
+	t.Helper()
+	t.Setenv("SKI_PROFILE", "ec2")
+	t.Setenv("AMQP_URL", amqpURL)
+	if region == "" {
+		// t.Setenv records the value to restore after the test; the
+		// variable must then be absent, not empty.
+		t.Setenv("AWS_REGION", "")
+		os.Unsetenv("AWS_REGION")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		os.Unsetenv("AWS_DEFAULT_REGION")
+	} else {
+		t.Setenv("AWS_REGION", region)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", closedURL(t))
+}
+
+// ec2Config parses the command line an operator would use to run the ec2
+// profile somewhere other than AWS: the profile from the environment, only
+// the endpoints and names overridden.
+func ec2Config(t *testing.T, args ...string) app.Config {
+	t.Helper()
+	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg, err := app.ParseConfig(fs, append([]string{"--listen", "127.0.0.1:0"}, args...))
+	if err != nil {
+		t.Fatalf("parse ec2 config: %v", err)
+	}
+	if cfg.Store != "dynamo-adopted" || cfg.Queue != "rabbitmq" || cfg.LogFormat != "json" {
+		t.Fatalf("SKI_PROFILE=ec2 gave store %s, queue %s, logs %s", cfg.Store, cfg.Queue, cfg.LogFormat)
+	}
+	return cfg
+}
+
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func testAMQPURL() string {
+	if url := os.Getenv("SKIDATA_TEST_AMQP_URL"); url != "" {
+		return url
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// amqpPrefix returns queue names of the test's own and deletes the queues
+// when it ends; it fails naming the broker when RabbitMQ does not answer.
+func amqpPrefix(t *testing.T, url string) string {
+	t.Helper()
+	prefix := fmt.Sprintf("skitest.ec2.%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity})
+	if err != nil {
+		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := admin.DeleteTopology(ctx); err != nil {
+			t.Logf("delete test queues %s.*: %v", prefix, err)
+		}
+		_ = admin.Disconnect()
+	})
+	return prefix
+}
+
+func buildFails(t *testing.T, cfg app.Config, wants ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svc, cleanup, err := app.Build(ctx, cfg)
+	if err == nil {
+		cleanup()
+		_ = svc
+		t.Fatalf("the service started; want it to fail naming %q", wants)
+	}
+	t.Logf("start failed as it should: %v", err)
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("start error %q does not say %q", err, w)
+		}
+	}
+}
+
+// TestEC2ProfileEndToEnd runs the HTTP suite on the production layout (the
+// ec2 profile: DynamoDB adopted model, RabbitMQ, JSON logs) with only the
+// DynamoDB endpoint pointed at dynalite and the broker at the local one.
+func TestEC2ProfileEndToEnd(t *testing.T) {
+	endpoint := dynamotest.EndpointOrStart(t)
+	amqpURL := testAMQPURL()
+	ec2Env(t, amqpURL, dynamotest.Region)
+	prefix := dynamotest.Prefix(t)
+	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix(t, amqpURL))
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelAdopted); err != nil {
+		t.Fatalf("CreateTables: %v", err)
+	}
+	apitest.Run(t, apitest.Start(t, cfg))
+}
+
+func TestEC2ProfileFailsFastWhenTablesAreMissing(t *testing.T) {
+	endpoint := dynamotest.EndpointOrStart(t)
+	ec2Env(t, testAMQPURL(), dynamotest.Region)
+	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", dynamotest.Prefix(t))
+	buildFails(t, cfg, "DynamoDB table", "skierTable", "does not exist", "skiapi tables create")
+}
+
+func TestEC2ProfileFailsFastWhenRabbitMQIsUnreachable(t *testing.T) {
+	endpoint := dynamotest.EndpointOrStart(t)
+	closed := closedURL(t)
+	ec2Env(t, "amqp://guest:guest@"+strings.TrimPrefix(closed, "http://")+"/", dynamotest.Region)
+	prefix := dynamotest.Prefix(t)
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelAdopted); err != nil {
+		t.Fatalf("CreateTables: %v", err)
+	}
+	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix)
+	buildFails(t, cfg, "rabbitmq", "unreachable", strings.TrimPrefix(closed, "http://"))
+}
+
+func TestEC2ProfileFailsFastWhenRegionIsMissing(t *testing.T) {
+	ec2Env(t, testAMQPURL(), "")
+	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
+	buildFails(t, cfg, "region missing", "AWS_REGION")
+}
+
+func TestEC2ProfileFailsFastWhenDynamoDBIsUnreachable(t *testing.T) {
+	ec2Env(t, testAMQPURL(), dynamotest.Region)
+	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
+	buildFails(t, cfg, "DynamoDB", "describe table")
+}
