@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: test run generate check-generated vet fmt-check services build
+.PHONY: test run generate check-generated vet fmt-check services build release
 
 ## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race
 test: services fmt-check vet
@@ -29,3 +29,23 @@ services:
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/ ./cmd/...
+
+## release: static linux/amd64 and linux/arm64 binaries (version embedded), the
+## systemd units and docs/operations.md in dist/<version>/: upload that folder
+## to s3://<bucket>/skidata/<version>/ (docs/operations.md). Checks that the
+## binary for this machine prints the version it was given.
+RELEASE_DIR ?= dist/$(VERSION)
+release:
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	for arch in amd64 arm64; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w -X main.version=$(VERSION)" -o $(RELEASE_DIR)/skiapi-linux-$$arch ./cmd/skiapi || exit 1; \
+	done
+	cp deploy/systemd/skiapi-api.service deploy/systemd/skiapi-consumer.service docs/operations.md $(RELEASE_DIR)/
+	@host=$$($(GO) env GOHOSTOS)-$$($(GO) env GOHOSTARCH); \
+	if [ -x $(RELEASE_DIR)/skiapi-$$host ]; then \
+	  got=$$($(RELEASE_DIR)/skiapi-$$host version); \
+	  [ "$$got" = "skiapi $(VERSION)" ] || { echo "release: $(RELEASE_DIR)/skiapi-$$host version printed '$$got', want 'skiapi $(VERSION)': is -X main.version still the variable's path?"; exit 1; }; \
+	  echo "release: $$got in $(RELEASE_DIR)"; \
+	fi
+	@cd $(RELEASE_DIR) && sha256sum * > SHA256SUMS
