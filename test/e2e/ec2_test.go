@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/dynamo"
-	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -71,35 +69,6 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr
 }
 
-func testAMQPURL() string {
-	if url := os.Getenv("SKIDATA_TEST_AMQP_URL"); url != "" {
-		return url
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-// amqpPrefix returns queue names of the test's own and deletes the queues
-// when it ends; it fails naming the broker when RabbitMQ does not answer.
-func amqpPrefix(t *testing.T, url string) string {
-	t.Helper()
-	prefix := fmt.Sprintf("skitest.ec2.%d", time.Now().UnixNano())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity})
-	if err != nil {
-		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := admin.DeleteTopology(ctx); err != nil {
-			t.Logf("delete test queues %s.*: %v", prefix, err)
-		}
-		_ = admin.Disconnect()
-	})
-	return prefix
-}
-
 func buildFails(t *testing.T, cfg app.Config, wants ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -123,10 +92,10 @@ func buildFails(t *testing.T, cfg app.Config, wants ...string) {
 // DynamoDB endpoint pointed at dynalite and the broker at the local one.
 func TestEC2ProfileEndToEnd(t *testing.T) {
 	endpoint := dynamotest.EndpointOrStart(t)
-	amqpURL := testAMQPURL()
+	amqpURL, amqpPrefix := rabbitTopology(t, "ec2")
 	ec2Env(t, amqpURL, dynamotest.Region)
 	prefix := dynamotest.Prefix(t)
-	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix(t, amqpURL))
+	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix)
 	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelAdopted); err != nil {
 		t.Fatalf("CreateTables: %v", err)
 	}
@@ -135,7 +104,7 @@ func TestEC2ProfileEndToEnd(t *testing.T) {
 
 func TestEC2ProfileFailsFastWhenTablesAreMissing(t *testing.T) {
 	endpoint := dynamotest.EndpointOrStart(t)
-	ec2Env(t, testAMQPURL(), dynamotest.Region)
+	ec2Env(t, brokerURL(), dynamotest.Region)
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", dynamotest.Prefix(t))
 	buildFails(t, cfg, "DynamoDB table", "skierTable", "does not exist", "skiapi tables create")
 }
@@ -153,13 +122,13 @@ func TestEC2ProfileFailsFastWhenRabbitMQIsUnreachable(t *testing.T) {
 }
 
 func TestEC2ProfileFailsFastWhenRegionIsMissing(t *testing.T) {
-	ec2Env(t, testAMQPURL(), "")
+	ec2Env(t, brokerURL(), "")
 	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
 	buildFails(t, cfg, "region missing", "AWS_REGION")
 }
 
 func TestEC2ProfileFailsFastWhenDynamoDBIsUnreachable(t *testing.T) {
-	ec2Env(t, testAMQPURL(), dynamotest.Region)
+	ec2Env(t, brokerURL(), dynamotest.Region)
 	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
 	buildFails(t, cfg, "DynamoDB", "describe table")
 }

@@ -30,10 +30,7 @@ func TestMemoryRabbitMQEndToEnd(t *testing.T) {
 // declares them (so the arguments match) and deleted when the test ends.
 func rabbitTopology(t *testing.T, kind string) (url, prefix string) {
 	t.Helper()
-	url = os.Getenv("SKIDATA_TEST_AMQP_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
+	url = brokerURL()
 	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -50,4 +47,13 @@ func rabbitTopology(t *testing.T, kind string) (url, prefix string) {
 		_ = admin.Disconnect()
 	})
 	return url, prefix
+}
+
+// brokerURL is the RabbitMQ the tests use: SKIDATA_TEST_AMQP_URL or the
+// machine's own.
+func brokerURL() string {
+	if url := os.Getenv("SKIDATA_TEST_AMQP_URL"); url != "" {
+		return url
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
 }
