@@ -209,10 +209,14 @@ func verify(ctx context.Context, c Config, res []Result, stdout io.Writer) bool 
 	}
 	client := NewHTTPClient(4, c.Timeout)
 	defer client.CloseIdleConnections()
-	if err := WaitDrained(ctx, client, c.URL, c.VerifyDeadline); err != nil {
+	drained, err := WaitDrained(ctx, client, c.URL, c.VerifyDeadline)
+	if err != nil {
 		fmt.Fprintln(stdout, "verify:", err)
 		return false
 	}
+	// Measured from the last POST's answer (the load has returned) to the
+	// first /readyz with queueDepth 0, to within one poll interval.
+	fmt.Fprintf(stdout, "drained in %.2f s (queueDepth 0 on /readyz after the last POST)\n", drained.Seconds())
 	v, err := Verify(ctx, &Caller{Client: client, Policy: c.Retry}, c.URL, Expect(accepted), c.VerifySample, c.Seed)
 	if err != nil {
 		fmt.Fprintln(stdout, "verify:", err)

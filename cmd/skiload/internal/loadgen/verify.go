@@ -85,8 +85,11 @@ type Readiness struct {
 	Checks     map[string]string `json:"checks"`
 }
 
-// WaitDrained polls /readyz until the queue depth is 0 or the deadline passes.
-func WaitDrained(ctx context.Context, client *http.Client, base string, deadline time.Duration) error {
+// WaitDrained polls /readyz until the queue depth is 0 or the deadline
+// passes, and returns how long it waited: called right after the last POST,
+// that is the time the service needed to store what it had accepted.
+func WaitDrained(ctx context.Context, client *http.Client, base string, deadline time.Duration) (time.Duration, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	wait := 10 * time.Millisecond
@@ -94,7 +97,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
 		if err != nil {
-			return fmt.Errorf("readyz request: %w", err)
+			return time.Since(start), fmt.Errorf("readyz request: %w", err)
 		}
 		if resp, err := client.Do(req); err != nil {
 			last = err.Error()
@@ -106,17 +109,17 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 			case err != nil:
 				last = fmt.Sprintf("status %d, unreadable body: %v", resp.StatusCode, err)
 			case r.QueueDepth == 0:
-				return nil
+				return time.Since(start), nil
 			default:
 				last = fmt.Sprintf("queueDepth %d", r.QueueDepth)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("queue not drained within %s: last %s", deadline, last)
+			return time.Since(start), fmt.Errorf("queue not drained within %s: last %s", deadline, last)
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+		wait = min(2*wait, 100*time.Millisecond) // short: the wait is reported as the drain time
 	}
 }
 

@@ -118,3 +118,35 @@ func TestExpectDedupesIdenticalRides(t *testing.T) {
 		t.Errorf("expectation %+v; want vertical 60 (the duplicate counted once) and 1 skier", e)
 	}
 }
+
+func TestWaitDrainedReturnsTheTimeUntilQueueDepthZero(t *testing.T) {
+	var mu sync.Mutex
+	polls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		polls++
+		depth := max(3-polls, 0) // 2, 1, then 0 on the third poll
+		json.NewEncoder(w).Encode(Readiness{Status: "ok", QueueDepth: int64(depth)})
+	}))
+	t.Cleanup(srv.Close)
+	d, err := WaitDrained(context.Background(), srv.Client(), srv.URL, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if polls != 3 || d <= 0 {
+		t.Errorf("returned %v after %d polls; want a positive wait ending at the third poll (the first with depth 0)", d, polls)
+	}
+}
+
+func TestVerifyReportPrintsTheDrainTime(t *testing.T) {
+	srv := httptest.NewServer(&lossyService{rides: map[Ride]struct{}{}})
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	Run(context.Background(), smallConfig(srv.URL), &out, &Progress{})
+	if !strings.Contains(out.String(), "drained in ") {
+		t.Errorf("verify output has no \"drained in\" line:\n%s", out.String())
+	}
+}
