@@ -246,21 +246,30 @@ func TestBrokerClosesConnectionsUnderLoad(t *testing.T) {
 					return
 				}
 				r := rides[i]
-				wasKilled := killed.Load()
-				err := pub.Publish(ctx, r)
-				mu.Lock()
-				switch {
-				case err == nil:
-					confirmed = append(confirmed, r)
-					if wasKilled {
-						afterKill.Add(1)
+				// A refused ride is offered again, as a client retrying a
+				// 503 would, so that fast refusals while the broker is away
+				// do not use up the ride budget before recovery shows.
+				for time.Now().Before(loadDeadline) {
+					wasKilled := killed.Load()
+					err := pub.Publish(ctx, r)
+					mu.Lock()
+					switch {
+					case err == nil:
+						confirmed = append(confirmed, r)
+						if wasKilled {
+							afterKill.Add(1)
+						}
+					case errors.Is(err, domain.ErrUnavailable):
+						failed++
+					default:
+						t.Errorf("Publish failed with %v; want nil or ErrUnavailable", err)
 					}
-				case errors.Is(err, domain.ErrUnavailable):
-					failed++
-				default:
-					t.Errorf("Publish failed with %v; want nil or ErrUnavailable", err)
+					mu.Unlock()
+					if err == nil || !errors.Is(err, domain.ErrUnavailable) {
+						break
+					}
+					time.Sleep(5 * time.Millisecond) // client back-off pacing, not synchronisation
 				}
-				mu.Unlock()
 			}
 		}()
 	}
