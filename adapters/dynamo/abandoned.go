@@ -138,29 +138,7 @@ func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID int32, seaso
 
 // SkierDayVertical reads the pre-aggregated total of one item.
 func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
-	const op = "SkierDayVertical"
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table),
-		Key: item{
-			attrSkierID: numAttr(int64(skierID)),
-			attrSortKey: strAttr(skierDaySortKey(seasonID, dayID, resortID)),
-		},
-		ProjectionExpression:     aws.String("#t"),
-		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
-		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
-	})
-	if err != nil {
-		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))
-	}
-	s.record(op, false, capacity(out.ConsumedCapacity)...)
-	if len(out.Item) == 0 {
-		return 0, nil
-	}
-	v, err := getNum(out.Item, attrTotalVertical)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", op, err)
-	}
-	return int(v), nil
+	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
 }
 
 // skierDays queries the skier's items whose sort key starts with prefix.

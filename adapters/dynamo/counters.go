@@ -361,29 +361,7 @@ func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID int32, season
 
 // SkierDayVertical reads one skier-day item's TotalVertical.
 func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
-	const op = "SkierDayVertical"
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table),
-		Key: item{
-			attrSkierID: numAttr(int64(skierID)),
-			attrSortKey: strAttr(dayItemPrefix + skierDaySortKey(seasonID, dayID, resortID)),
-		},
-		ProjectionExpression:     aws.String("#t"),
-		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
-		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
-	})
-	if err != nil {
-		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))
-	}
-	s.record(op, false, capacity(out.ConsumedCapacity)...)
-	if len(out.Item) == 0 {
-		return 0, nil
-	}
-	v, err := getNum(out.Item, attrTotalVertical)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", op, err)
-	}
-	return int(v), nil
+	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
 }
 
 // skierItems queries the skier's items whose sort key starts with prefix

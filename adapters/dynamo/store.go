@@ -198,3 +198,31 @@ type wrapped struct {
 
 func (w *wrapped) Error() string   { return w.err.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.kind, w.err} }
+
+// totalVertical reads the pre-aggregated TotalVertical of one skier-day item
+// (the abandoned and counters models keep one); 0 when there is no item.
+func (b *base) totalVertical(ctx context.Context, skierID int32, sortKey string) (int, error) {
+	const op = "SkierDayVertical"
+	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(b.table),
+		Key: item{
+			attrSkierID: numAttr(int64(skierID)),
+			attrSortKey: strAttr(sortKey),
+		},
+		ProjectionExpression:     aws.String("#t"),
+		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
+	})
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))
+	}
+	b.record(op, false, capacity(out.ConsumedCapacity)...)
+	if len(out.Item) == 0 {
+		return 0, nil
+	}
+	v, err := getNum(out.Item, attrTotalVertical)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return int(v), nil
+}
