@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/test/pgtest"
 )
 
 // unreachableURL points at a port nothing listens on (loopback, so the
@@ -97,7 +98,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	errs := make(chan error, starters)
 	for range starters {
 		go func() {
-			db, err := Open(testCtx(t, 30*time.Second), Config{URL: testURL(), MaxConns: 1, Schema: schema})
+			db, err := Open(testCtx(t, 30*time.Second), Config{URL: pgtest.URL(), MaxConns: 1, Schema: schema})
 			if err == nil {
 				db.Close()
 			}

@@ -4,22 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skidata/skidata/test/pgtest"
 )
-
-// defaultTestURL is the PostgreSQL this machine runs for tests.
-const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func testURL() string {
-	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return defaultTestURL
-}
 
 func testCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -41,7 +32,7 @@ func uniqueSchema(t *testing.T) string {
 // rows. An unreachable server fails the test, naming it.
 func openTestDB(t *testing.T, cfg Config) *DB {
 	t.Helper()
-	cfg.URL = testURL()
+	cfg.URL = pgtest.URL()
 	if cfg.Schema == "" {
 		cfg.Schema = uniqueSchema(t)
 	}

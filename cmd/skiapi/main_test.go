@@ -3,22 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-func testPostgresURL() string {
-	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+	"github.com/skidata/skidata/test/pgtest"
+)
 
 // TestMigrateThenSeedKeepsExistingSeasons runs the two one-shot commands
 // against a fresh schema: migrate reports the version, seed loads the ten
@@ -26,20 +18,9 @@ func testPostgresURL() string {
 func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, testPostgresURL())
-	if err != nil {
-		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL): %v", testPostgresURL(), err)
-	}
-	defer admin.Close(context.Background())
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "skidata_cmd_" + hex.EncodeToString(b)
-	defer func() {
-		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop %s: %v", schema, err)
-		}
-	}()
-	flags := []string{"--store", "postgres", "--database-url", testPostgresURL(), "--db-schema", schema}
+	admin := pgtest.Admin(t)
+	schema := pgtest.Schema(t, "cmd")
+	flags := []string{"--store", "postgres", "--database-url", pgtest.URL(), "--db-schema", schema}
 	cmd := func(name string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer

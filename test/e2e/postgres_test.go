@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,56 +13,20 @@ import (
 
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/test/apitest"
+	"github.com/skidata/skidata/test/pgtest"
 )
 
-// defaultPostgresURL is the PostgreSQL this machine runs for tests
-// (scripts/services.sh starts it); SKIDATA_TEST_POSTGRES_URL overrides it.
-const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func postgresURL() string {
-	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return defaultPostgresURL
-}
-
-// postgresAdmin connects to the test database outside the service, to
-// prepare and inspect it; an unreachable server fails the test, naming it.
-func postgresAdmin(t *testing.T) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, postgresURL())
-	if err != nil {
-		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL, or run scripts/services.sh): %v", postgresURL(), err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
-}
-
 // postgresConfig is a service configuration on a schema of its own, dropped
-// when the test ends (after the service has stopped: cleanups run last
-// registered first, and the caller starts the service after this).
+// when the test ends (after the service has stopped: the caller starts the
+// service after this), and a connection for preparing and inspecting it.
 func postgresConfig(t *testing.T) (app.Config, *pgx.Conn) {
 	t.Helper()
-	admin := postgresAdmin(t)
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "skidata_e2e_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop test schema %s: %v", schema, err)
-		}
-	})
+	admin := pgtest.Admin(t)
 	cfg := app.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Store = "postgres"
-	cfg.Postgres.URL = postgresURL()
-	cfg.Postgres.Schema = schema
+	cfg.Postgres.URL = pgtest.URL()
+	cfg.Postgres.Schema = pgtest.Schema(t, "e2e")
 	return cfg, admin
 }
 
@@ -132,7 +93,7 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 
 	// Wait for two different write attempts to be blocked on the lock: the
 	// first one timed out and the persister tried again.
-	probe := postgresAdmin(t)
+	probe := pgtest.Admin(t)
 	waitingSince := func() (time.Time, bool) {
 		var started time.Time
 		err := probe.QueryRow(ctx, `
