@@ -14,6 +14,22 @@ import (
 	"github.com/skidata/skidata/ports"
 )
 
+// AdmissionConfig tunes the admission control in front of ingest (see
+// Admission and docs/admission.md).
+type AdmissionConfig struct {
+	// Rate is the most rides per second this process accepts; 0 is no limit.
+	Rate float64
+	// Burst is how many rides may arrive at once above the rate; 0 means one
+	// second's worth of Rate.
+	Burst int
+	// SoftLimit is the queue depth above which the rate is scaled down
+	// linearly, reaching a trickle at HardLimit; 0 is off.
+	SoftLimit int64
+	// HardLimit is the queue depth at which every POST is answered 503 at
+	// once; 0 is off.
+	HardLimit int64
+}
+
 // depthSampleEvery is how often the queue depth is read: often enough that
 // the limiter follows a spike within a fraction of a second, rarely enough
 // that a broker's depth query (a network round trip) costs nothing.
@@ -166,4 +182,10 @@ func (p instrumentedPublisher) Publish(ctx context.Context, ride domain.LiftRide
 		p.log.Warn("publish failed", "err", err)
 	}
 	return err
+}
+
+// InstrumentPublisher wraps a queue so that every refusal is counted and
+// logged (composition puts the circuit breaker in front of it).
+func InstrumentPublisher(next ports.Publisher, m ports.Metrics, log *slog.Logger) ports.Publisher {
+	return instrumentedPublisher{next: next, metrics: m, log: log}
 }

@@ -42,12 +42,12 @@ func TestOpenAPIServerIsFresh(t *testing.T) {
 	}
 }
 
-// TestWireGenIsFresh asks wire whether app/wire_gen.go matches the injectors.
+// TestWireGenIsFresh asks wire whether app/compose/wire_gen.go matches the injectors.
 func TestWireGenIsFresh(t *testing.T) {
-	cmd := exec.Command("go", "tool", "wire", "diff", "./app")
+	cmd := exec.Command("go", "tool", "wire", "diff", "./app/compose")
 	cmd.Dir = repoRoot(t)
 	b, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(b)) != 0 {
-		t.Fatalf("app/wire_gen.go is stale (run `make generate` and commit the result): %v\n%s", err, b)
+		t.Fatalf("app/compose/wire_gen.go is stale (run `make generate` and commit the result): %v\n%s", err, b)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 )
 
 // TestReadmeDocumentsEveryFlag keeps the front door honest: a flag added to
@@ -20,7 +20,7 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.RegisterFlags(fs)
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
 
 // MaxBodyBytes bounds every request body; a larger one is answered 413.
@@ -190,4 +191,22 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// ConsumerRoleMessage is what a consumer process answers on every path but
+// the health endpoints: it persists rides, it does not take or answer them.
+const ConsumerRoleMessage = "this process runs --role consumer: it serves /healthz, /readyz and /metrics only; send rides and queries to an api process"
+
+// NewOpsHandler serves a process that runs no API (--role consumer): the
+// same /healthz and /readyz as the API, and a 404 naming the role for
+// anything else, so a misrouted POST is refused instead of accepted.
+func NewOpsHandler(health ports.Health, stats ports.EndpointStats, log *slog.Logger) http.Handler {
+	api := NewHandler(&Handlers{Health: health, Stats: stats}, log)
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", api)
+	mux.Handle("GET /readyz", api)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSONError(w, http.StatusNotFound, ConsumerRoleMessage)
+	})
+	return mux
 }

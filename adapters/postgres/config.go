@@ -2,14 +2,14 @@ package postgres
 
 import (
 	"fmt"
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/skidata/skidata/adapters/redact"
 )
 
 // DefaultConnectTimeout bounds each connection attempt when neither Config
@@ -64,41 +64,6 @@ func (c Config) poolConfig() (*pgxpool.Config, error) {
 	return pc, nil
 }
 
-// maskedPassword replaces a password wherever MaskURL finds one.
-const maskedPassword = "xxxxx"
-
-var (
-	kvQuotedPassword = regexp.MustCompile(`password\s*=\s*'(?:[^'\\]|\\.)*'`)
-	kvPlainPassword  = regexp.MustCompile(`password\s*=\s*[^'\s]\S*`)
-)
-
-// MaskURL returns the connection string with any password replaced by
-// xxxxx, so that it can be logged or put in an error message. It handles the
-// URL form (user:password@ and ?password=) and the keyword/value form
-// (password=... or password='...').
-func MaskURL(conn string) string {
-	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
-		u, err := url.Parse(conn)
-		if err != nil {
-			// Unparseable: mask everything between the scheme and the
-			// host rather than risk printing a password.
-			scheme, rest, _ := strings.Cut(conn, "://")
-			if at := strings.LastIndex(rest, "@"); at >= 0 {
-				return scheme + "://" + maskedPassword + rest[at:]
-			}
-			return conn
-		}
-		if u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), maskedPassword)
-			}
-		}
-		if q := u.Query(); q.Has("password") {
-			q.Set("password", maskedPassword)
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	conn = kvQuotedPassword.ReplaceAllLiteralString(conn, "password="+maskedPassword)
-	return kvPlainPassword.ReplaceAllLiteralString(conn, "password="+maskedPassword)
-}
+// MaskURL returns the connection string with any password masked, so that
+// it can be logged or put in an error message.
+func MaskURL(conn string) string { return redact.Secrets(conn) }

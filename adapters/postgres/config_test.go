@@ -11,12 +11,12 @@ func TestMaskURLHidesPasswords(t *testing.T) {
 		{"postgres://skier:s3cret@db.example:5432/ski?sslmode=disable", "postgres://skier:xxxxx@db.example:5432/ski?sslmode=disable"},
 		{"postgresql://skier:p%40ss@db/ski", "postgresql://skier:xxxxx@db/ski"},
 		{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"},
-		{"postgres://db/ski?user=skier&password=s3cret", "postgres://db/ski?password=xxxxx&user=skier"},
+		{"postgres://db/ski?user=skier&password=s3cret", "postgres://db/ski?user=skier&password=xxxxx"},
 		{"host=db user=skier password=s3cret dbname=ski", "host=db user=skier password=xxxxx dbname=ski"},
 		{"host=db password='s3 cret' dbname=ski", "host=db password=xxxxx dbname=ski"},
 		{"host=db dbname=ski", "host=db dbname=ski"},
 		// Not parseable as a URL (bad port), but the password must still go.
-		{"postgres://skier:s3cret@db:notaport/ski", "postgres://xxxxx@db:notaport/ski"},
+		{"postgres://skier:s3cret@db:notaport/ski", "postgres://skier:xxxxx@db:notaport/ski"},
 	}
 	for _, c := range cases {
 		got := MaskURL(c.in)

@@ -2,8 +2,9 @@ package rabbitmq
 
 import (
 	"fmt"
-	"net/url"
 	"time"
+
+	"github.com/skidata/skidata/adapters/redact"
 )
 
 // Queue types the adapter can declare.
@@ -109,10 +110,4 @@ func (c Config) perShardMaxLength() int {
 }
 
 // redactedURL is the URL fit for an error message: the password masked.
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable AMQP URL)"
-	}
-	return u.Redacted()
-}
+func redactedURL(raw string) string { return redact.Secrets(raw) }

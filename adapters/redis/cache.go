@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -33,7 +34,7 @@ var _ ports.Cache = (*Cache)(nil)
 func New(ctx context.Context, cfg Config) (*Cache, error) {
 	opts, err := goredis.ParseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("redis url %q: %w", cfg.URL, err)
+		return nil, fmt.Errorf("redis url %q: %s", redact.Secrets(cfg.URL), redact.Secrets(err.Error()))
 	}
 	c := &Cache{client: goredis.NewClient(opts), prefix: cfg.Prefix}
 	if err := c.Ping(ctx); err != nil {

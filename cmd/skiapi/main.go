@@ -27,7 +27,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 )
 
 // version is set at link time: -ldflags "-X main.version=v1.2.3".
@@ -100,28 +100,28 @@ Commands:
 
 Flags (each also read from the environment variable shown):
 `)
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.RegisterFlags(fs)
 	fs.VisitAll(func(f *flag.Flag) {
 		name, help := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n        %s (default %q, env %s)\n", f.Name, name, help, f.DefValue, app.EnvName(f.Name))
+		fmt.Fprintf(w, "  --%s %s\n        %s (default %q, env %s)\n", f.Name, name, help, f.DefValue, compose.EnvName(f.Name))
 	})
 }
 
 // parseConfig reads the flags every command shares; ok false means return
 // code (0 after --help, 2 for bad usage).
-func parseConfig(args []string, stderr io.Writer) (cfg app.Config, code int, ok bool) {
+func parseConfig(args []string, stderr io.Writer) (cfg compose.Config, code int, ok bool) {
 	return parseConfigWith(args, stderr, nil)
 }
 
 // parseConfigWith is parseConfig with a command's own flags added by extra.
-func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg app.Config, code int, ok bool) {
+func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg compose.Config, code int, ok bool) {
 	fs := newFlagSet(stderr)
 	if extra != nil {
 		extra(fs)
 	}
 	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
-	cfg, err := app.ParseConfig(fs, args)
+	cfg, err := compose.ParseConfig(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, 0, false
 	}
@@ -139,7 +139,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "skiapi: start:", err)
 		return 1
@@ -153,28 +153,28 @@ func serve(args []string, stderr io.Writer) int {
 }
 
 func migrate(args []string, stdout, stderr io.Writer) int {
-	return oneShot("migrate", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
-		v, err := app.MigratePostgres(ctx, cfg)
+	return oneShot("migrate", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
+		v, err := compose.MigratePostgres(ctx, cfg)
 		return fmt.Sprintf("schema at version %d", v), err
 	})
 }
 
 func seed(args []string, stdout, stderr io.Writer) int {
-	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
-		n, err := app.SeedPostgres(ctx, cfg)
+	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
+		n, err := compose.SeedPostgres(ctx, cfg)
 		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
 	})
 }
 
 // oneShot runs a command that does its work and exits, printing what do
 // reports on success.
-func oneShot(name string, args []string, stdout, stderr io.Writer, do func(context.Context, app.Config) (string, error)) int {
+func oneShot(name string, args []string, stdout, stderr io.Writer, do func(context.Context, compose.Config) (string, error)) int {
 	return oneShotWith(name, args, nil, stdout, stderr, do)
 }
 
 // oneShotWith is oneShot with the command's own flags added by extra. An
 // error app marks as ErrUsage (a flag that does not fit the command) exits 2.
-func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, stderr io.Writer, do func(context.Context, app.Config) (string, error)) int {
+func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, stderr io.Writer, do func(context.Context, compose.Config) (string, error)) int {
 	cfg, code, ok := parseConfigWith(args, stderr, extra)
 	if !ok {
 		return code
@@ -184,7 +184,7 @@ func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, 
 	msg, err := do(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "skiapi: %s: %v\n", name, err)
-		if errors.Is(err, app.ErrUsage) {
+		if errors.Is(err, compose.ErrUsage) {
 			return 2
 		}
 		return 1
@@ -210,11 +210,11 @@ func tables(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	return oneShot("tables "+sub, args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+	return oneShot("tables "+sub, args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
 		if sub == "describe" {
-			return app.DescribeDynamoTables(ctx, cfg)
+			return compose.DescribeDynamoTables(ctx, cfg)
 		}
-		if err := app.CreateDynamoTables(ctx, cfg); err != nil {
+		if err := compose.CreateDynamoTables(ctx, cfg); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("tables of %s (prefix %q) are active", cfg.Store, cfg.Dynamo.TablePrefix), nil
@@ -227,18 +227,18 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if sub == "replay" {
-		return oneShot("dlq replay", args, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
-			n, err := app.ReplayDeadLetters(ctx, cfg)
+		return oneShot("dlq replay", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
+			n, err := compose.ReplayDeadLetters(ctx, cfg)
 			return fmt.Sprintf("%d dead-lettered rides moved back to the ride queues", n), err
 		})
 	}
 	limit := 100
 	extra := func(fs *flag.FlagSet) { fs.IntVar(&limit, "limit", limit, "most dead letters to show") }
-	return oneShotWith("dlq list", args, extra, stdout, stderr, func(ctx context.Context, cfg app.Config) (string, error) {
+	return oneShotWith("dlq list", args, extra, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
 		if limit < 1 {
-			return "", fmt.Errorf("--limit must be at least 1, got %d: %w", limit, app.ErrUsage)
+			return "", fmt.Errorf("--limit must be at least 1, got %d: %w", limit, compose.ErrUsage)
 		}
-		dls, err := app.ListDeadLetters(ctx, cfg, limit)
+		dls, err := compose.ListDeadLetters(ctx, cfg, limit)
 		if err != nil {
 			return "", err
 		}
@@ -263,12 +263,12 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 func printConfig(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(stderr)
 	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
-	_, src, err := app.ParseConfigSources(fs, args, os.LookupEnv)
+	_, src, err := compose.ParseConfigSources(fs, args, os.LookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if fs.Parsed() {
-		fmt.Fprint(stdout, app.EffectiveConfig(fs, src))
+		fmt.Fprint(stdout, compose.EffectiveConfig(fs, src))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "skiapi:", err)

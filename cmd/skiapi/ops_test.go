@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -66,7 +66,7 @@ func TestOpsCommandsRefuseTheWrongMode(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"tables", "create"}, "--store memory has no DynamoDB tables; use --store dynamo-adopted or --store dynamo-abandoned"},
+		{[]string{"tables", "create"}, "--store memory has no DynamoDB tables; use one of --store dynamo-adopted|dynamo-abandoned|dynamo-counters"},
 		{[]string{"tables", "describe", "--store", "postgres", "--database-url", "postgres://x@127.0.0.1:1/x"}, "--store postgres has no DynamoDB tables"},
 		{[]string{"dlq", "list"}, "--queue inproc has no dead-letter queue; use --queue rabbitmq"},
 		{[]string{"dlq", "replay"}, "--queue inproc has no dead-letter queue"},
@@ -98,7 +98,7 @@ func TestDLQListThenReplay(t *testing.T) {
 	prefix := fmt.Sprintf("skitest.cmd.%d", time.Now().UnixNano())
 	flags := []string{"--queue", "rabbitmq", "--amqp-url", testAMQPURL(), "--amqp-prefix", prefix, "--amqp-delivery-limit", "1"}
 	// Declared as the service with these flags declares them.
-	adapterCfg := rabbitmq.Config{URL: testAMQPURL(), Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
+	adapterCfg := rabbitmq.Config{URL: testAMQPURL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
 	admin, err := rabbitmq.Open(ctx, adapterCfg)
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -14,7 +14,7 @@ import (
 // the whole service in memory mode on a loopback port: a small two-phase
 // load, then --verify.
 func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	base := apitest.Start(t, cfg)
@@ -38,7 +38,7 @@ func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
 }
 
 func TestGetModeCountsNotFoundAsValid(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	base := apitest.Start(t, cfg)
@@ -80,7 +80,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestBaselineReportsBothThroughputs(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	base := apitest.Start(t, cfg)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 )
 
 // Deadline bounds every wait for asynchronous work (a ride reaching the store).
@@ -28,10 +28,10 @@ const Deadline = 30 * time.Second
 // Start builds the service cfg describes, serves it on a loopback port until
 // the test ends, and returns its base URL. At cleanup it stops the service
 // as SIGTERM would and fails the test if the shutdown fails.
-func Start(t *testing.T, cfg app.Config) string {
+func Start(t *testing.T, cfg compose.Config) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("build service (store %s, queue %s): %v", cfg.Store, cfg.Queue, err)

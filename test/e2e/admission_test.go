@@ -14,7 +14,9 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
+	"github.com/skidata/skidata/adapters/breaker"
 	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -41,7 +43,7 @@ func expectShed(t *testing.T, r apitest.Response, status int, says string) {
 }
 
 func TestPostOverTheIngestRateAnswers429(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Admission = app.AdmissionConfig{Rate: 1.0 / 60, Burst: 2}
 	base := apitest.Start(t, cfg)
 	for i := range 2 {
@@ -58,8 +60,8 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 
 // heldConfig keeps every accepted ride in the persister's unfinished batch,
 // so the queue depth only grows while the test posts.
-func heldConfig() app.Config {
-	cfg := app.DefaultConfig()
+func heldConfig() compose.Config {
+	cfg := compose.DefaultConfig()
 	cfg.Persister.BatchSize = 1_000_000
 	cfg.Persister.Linger = time.Hour
 	return cfg
@@ -91,7 +93,7 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
 	cfg := heldConfig()
 	cfg.QueueCapacity = 5
-	cfg.Breaker = app.BreakerConfig{Failures: 3, OpenFor: time.Hour}
+	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}
 	base := apitest.Start(t, cfg)
 	for i := range 5 {
 		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
@@ -144,7 +146,7 @@ func postWithRetry(ctx context.Context, url string) error {
 }
 
 func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Admission = app.AdmissionConfig{Rate: 20, Burst: 10}
 	base := apitest.Start(t, cfg)
 	const workers, perWorker = 4, 10

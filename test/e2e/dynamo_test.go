@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/skidata/skidata/adapters/dynamo"
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -18,14 +18,14 @@ func TestDynamoInprocEndToEnd(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	for _, model := range dynamo.Models {
 		t.Run(model, func(t *testing.T) {
-			cfg := app.DefaultConfig()
+			cfg := compose.DefaultConfig()
 			cfg.Listen = "127.0.0.1:0"
 			cfg.Store = "dynamo-" + model
 			cfg.Dynamo.Region = dynamotest.Region
 			cfg.Dynamo.Endpoint = endpoint
 			cfg.Dynamo.TablePrefix = dynamotest.Prefix(t)
 			// As `skiapi tables create` does, through the default credential chain.
-			if err := app.CreateDynamoTables(dynamotest.Context(t), cfg); err != nil {
+			if err := compose.CreateDynamoTables(dynamotest.Context(t), cfg); err != nil {
 				t.Fatalf("CreateDynamoTables: %v", err)
 			}
 			apitest.Run(t, apitest.Start(t, cfg))

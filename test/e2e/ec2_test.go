@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/dynamo"
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -44,11 +44,11 @@ func ec2Env(t *testing.T, amqpURL, region string) {
 // ec2Config parses the command line an operator would use to run the ec2
 // profile somewhere other than AWS: the profile from the environment, only
 // the endpoints and names overridden.
-func ec2Config(t *testing.T, args ...string) app.Config {
+func ec2Config(t *testing.T, args ...string) compose.Config {
 	t.Helper()
 	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg, err := app.ParseConfig(fs, append([]string{"--listen", "127.0.0.1:0"}, args...))
+	cfg, err := compose.ParseConfig(fs, append([]string{"--listen", "127.0.0.1:0"}, args...))
 	if err != nil {
 		t.Fatalf("parse ec2 config: %v", err)
 	}
@@ -69,11 +69,11 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr
 }
 
-func buildFails(t *testing.T, cfg app.Config, wants ...string) {
+func buildFails(t *testing.T, cfg compose.Config, wants ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err == nil {
 		cleanup()
 		_ = svc

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/redis"
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -43,7 +43,7 @@ func metricSum(body, name string, labels ...string) float64 {
 }
 
 func TestMetricsEndpointExposesTheNamedSeries(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Cache = "memory"
 	base := apitest.Start(t, cfg)
 	apitest.Call(t, "POST", rideURL(base, 1, 4, 77), rideBody)
@@ -73,7 +73,7 @@ func TestMetricsEndpointExposesTheNamedSeries(t *testing.T) {
 }
 
 func TestStatisticsAndMetricsCountTheSameRequests(t *testing.T) {
-	base := apitest.Start(t, app.DefaultConfig())
+	base := apitest.Start(t, compose.DefaultConfig())
 	for i := range 7 {
 		apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody)
 	}
@@ -118,10 +118,10 @@ func TestStatisticsAndMetricsCountTheSameRequests(t *testing.T) {
 }
 
 // serveService runs a service and returns it with its base URL.
-func serveService(t *testing.T, cfg app.Config) (*app.Service, string) {
+func serveService(t *testing.T, cfg compose.Config) (*compose.Service, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func serveService(t *testing.T, cfg app.Config) (*app.Service, string) {
 }
 
 func TestPprofIsOffByDefault(t *testing.T) {
-	svc, base := serveService(t, app.DefaultConfig())
+	svc, base := serveService(t, compose.DefaultConfig())
 	apitest.Eventually(t, "the API answering", func() string {
 		if apitest.Call(t, "GET", base+"/healthz", "").Status != 200 {
 			return "not yet"
@@ -159,7 +159,7 @@ func TestPprofIsOffByDefault(t *testing.T) {
 }
 
 func TestPprofServesOnItsOwnListenerWithTheFlag(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.PprofListen = "127.0.0.1:0"
 	svc, base := serveService(t, cfg)
 	apitest.Eventually(t, "pprof listening", func() string {
@@ -180,7 +180,7 @@ func TestPprofServesOnItsOwnListenerWithTheFlag(t *testing.T) {
 // cachedGetAfterDrain posts a ride, reads the three cached answers (filling
 // the cache), posts more rides, waits for the queue to drain, and expects the
 // new answers.
-func cachedGetAfterDrain(t *testing.T, cfg app.Config) {
+func cachedGetAfterDrain(t *testing.T, cfg compose.Config) {
 	base := apitest.Start(t, cfg)
 	const skier = 4242
 	dayVert := func() string {
@@ -218,7 +218,7 @@ func cachedGetAfterDrain(t *testing.T, cfg app.Config) {
 }
 
 func TestCachedGetAfterDrainIsFreshWithMemoryCache(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Cache = "memory"
 	cfg.CacheTTL = time.Hour // only invalidation can make the answer fresh
 	cachedGetAfterDrain(t, cfg)
@@ -227,20 +227,20 @@ func TestCachedGetAfterDrainIsFreshWithMemoryCache(t *testing.T) {
 var redisPrefixSeq int
 
 func TestCachedGetAfterDrainIsFreshWithRedisCache(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Cache = "redis"
 	cfg.CacheTTL = time.Hour
 	redisPrefixSeq++
-	cfg.RedisPrefix = fmt.Sprintf("skitest-e2e:%d:%d:", time.Now().UnixNano(), redisPrefixSeq)
+	cfg.Redis.Prefix = fmt.Sprintf("skitest-e2e:%d:%d:", time.Now().UnixNano(), redisPrefixSeq)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cleaner, err := redis.New(ctx, redis.Config{URL: cfg.RedisURL, Prefix: cfg.RedisPrefix})
+	cleaner, err := redis.New(ctx, cfg.Redis)
 	if err != nil {
-		t.Fatalf("Redis at %s is needed for this test (start it with `make services`): %v", cfg.RedisURL, err)
+		t.Fatalf("Redis at %s is needed for this test (start it with `make services`): %v", cfg.Redis.URL, err)
 	}
 	t.Cleanup(func() {
 		if err := cleaner.DeletePrefix(context.Background()); err != nil {
-			t.Errorf("deleting %s*: %v", cfg.RedisPrefix, err)
+			t.Errorf("deleting %s*: %v", cfg.Redis.Prefix, err)
 		}
 		_ = cleaner.Close()
 	})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/pgtest"
 )
@@ -19,10 +19,10 @@ import (
 // postgresConfig is a service configuration on a schema of its own, dropped
 // when the test ends (after the service has stopped: the caller starts the
 // service after this), and a connection for preparing and inspecting it.
-func postgresConfig(t *testing.T) (app.Config, *pgx.Conn) {
+func postgresConfig(t *testing.T) (compose.Config, *pgx.Conn) {
 	t.Helper()
 	admin := pgtest.Admin(t)
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Store = "postgres"
 	cfg.Postgres.URL = pgtest.URL()
@@ -39,13 +39,13 @@ func TestPostgresInprocEndToEnd(t *testing.T) {
 // database that does not answer refuses to start, and says where it looked
 // without printing the password.
 func TestPostgresDownAtStartFailsNamingMaskedURL(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Store = "postgres"
 	cfg.Postgres.URL = "postgres://skier:s3cret@127.0.0.1:1/nowhere?sslmode=disable" // nothing listens on port 1
 	cfg.Postgres.ConnectTimeout = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err == nil {
 		cleanup()
 		t.Fatalf("Build succeeded with the database down: %v", svc)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -17,7 +17,7 @@ import (
 // deleted afterwards.
 func TestMemoryRabbitMQEndToEnd(t *testing.T) {
 	url, prefix := rabbitTopology(t, "e2e")
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Queue = "rabbitmq"
 	cfg.AMQP.URL = url
@@ -34,7 +34,7 @@ func rabbitTopology(t *testing.T, kind string) (url, prefix string) {
 	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: app.DefaultConfig().QueueCapacity})
+	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
 	}

@@ -316,3 +316,29 @@ func TestConsumerKilledMidRunLosesNothing(t *testing.T) {
 	api.terminate(t)
 	second.terminate(t)
 }
+
+// TestConsumerRoleRefusesRides: a consumer process persists rides but takes
+// none: a POST (or any API route) is answered 404 naming the role, while
+// health, readiness and metrics answer as on an API process.
+func TestConsumerRoleRefusesRides(t *testing.T) {
+	bin := buildSkiapi(t)
+	flags := rolesSetup(t)
+	consumer := startSkiapi(t, "consumer", bin, append([]string{"--role", "consumer"}, flags...)...)
+
+	code, err := postRide(consumer.base, rolesRide{skier: 7100, time: 1, lift: 2})
+	if err != nil || code != http.StatusNotFound {
+		t.Errorf("POST a ride to the consumer: %d, %v; want 404", code, err)
+	}
+	for _, path := range []string{"/resorts", "/skiers/seasons/2025/days/20/skiers/7100", "/statistics"} {
+		r := apitest.Call(t, "GET", consumer.base+path, "")
+		if r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), "--role consumer") {
+			t.Errorf("GET %s on the consumer: %d %s; want 404 naming the role", path, r.Status, r.Body)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := apitest.Call(t, "GET", consumer.base+path, ""); r.Status != http.StatusOK {
+			t.Errorf("GET %s on the consumer: %d %s; want 200", path, r.Status, r.Body)
+		}
+	}
+	consumer.terminate(t)
+}

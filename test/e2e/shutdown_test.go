@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
 )
 
 // TestShutdownDrainsEveryAcceptedRide posts rides while the persister holds
@@ -19,12 +19,12 @@ import (
 // service as SIGTERM would: every ride answered 201 must be written before
 // Serve returns.
 func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
-	cfg := app.DefaultConfig()
+	cfg := compose.DefaultConfig()
 	cfg.Persister.BatchSize = 1_000_000
 	cfg.Persister.Linger = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc, cleanup, err := app.Build(ctx, cfg)
+	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

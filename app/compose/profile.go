@@ -1,13 +1,13 @@
-package app
+package compose
 
 import (
 	"flag"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/skidata/skidata/adapters/redact"
 )
 
 // A Profile is a named set of defaults for one way of deploying the
@@ -21,9 +21,6 @@ type Profile struct {
 	// sets (AMQP_URL, AWS_REGION): when that variable is set it is the
 	// profile's value for the flag, still below --flag and SKI_ variables.
 	FromEnv map[string]string
-	// RegionFromInstance: when the DynamoDB region is still empty at
-	// start-up, ask the EC2 instance metadata service for it.
-	RegionFromInstance bool
 }
 
 // Profiles are the deployment profiles --profile / SKI_PROFILE accept.
@@ -31,7 +28,9 @@ var Profiles = map[string]Profile{
 	// ec2 is the AWS layout of docs/operations.md: API and consumer
 	// instances sharing a RabbitMQ broker, rides in DynamoDB (adopted
 	// model), credentials from the instance role, JSON logs for the
-	// journal and CloudWatch. The role comes from SKI_ROLE.
+	// journal and CloudWatch. The role comes from SKI_ROLE. Its injectors
+	// (inject_ec2.go) ask the instance metadata service for the region
+	// when nothing else gives it.
 	"ec2": {
 		Defaults: map[string]string{
 			"store":      "dynamo-adopted",
@@ -42,7 +41,6 @@ var Profiles = map[string]Profile{
 			"amqp-url":      "AMQP_URL",
 			"dynamo-region": "AWS_REGION",
 		},
-		RegionFromInstance: true,
 	},
 }
 
@@ -137,28 +135,8 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// dsnPassword matches a password in a key=value connection string.
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-
-// MaskSecrets returns value with any password in it replaced by xxxxx: the
-// user:password of a URL, or password=... of a key=value connection
-// string. Anything else is returned as it is.
-func MaskSecrets(value string) string {
-	if u, err := url.Parse(value); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
-			value = u.Redacted()
-		}
-	}
-	if u, err := url.Parse(value); err == nil && u.RawQuery != "" {
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-			value = u.String()
-		}
-	}
-	return dsnPassword.ReplaceAllString(value, "${1}xxxxx")
-}
+// MaskSecrets masks any password in a flag's value before it is printed.
+func MaskSecrets(value string) string { return redact.Secrets(value) }
 
 // EffectiveConfig lists every flag as `name = value (source)`, one a line,
 // in flag order, with secrets masked: what `skiapi config` prints.

@@ -1,4 +1,4 @@
-package app
+package compose
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/ports"
 )
 
@@ -19,33 +20,34 @@ type Service struct {
 	cfg       Config
 	log       *slog.Logger
 	handler   http.Handler
-	persister *Persister
-	sub       ports.Subscriber
+	persister *app.Persister   // nil in the api role
+	sub       ports.Subscriber // nil in the api role
 	stats     ports.QueueStats
 	pprofAddr atomic.Pointer[string]
 }
 
-// NewService assembles a service from its parts (wire calls it).
-func NewService(cfg Config, log *slog.Logger, handler http.Handler, persister *Persister, sub ports.Subscriber, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: handler, persister: persister, sub: sub, stats: stats}
+// injector builds the service for one environment and role (wire_gen.go).
+type injector func(context.Context, Config) (*Service, func(), error)
+
+// injectors: the local environment unless a profile names another, then
+// the role.
+var injectors = map[string]map[string]injector{
+	"":    {RoleAll: localAll, RoleAPI: localAPI, RoleConsumer: localConsumer},
+	"ec2": {RoleAll: ec2All, RoleAPI: ec2API, RoleConsumer: ec2Consumer},
 }
 
-// Build composes the service the configuration asks for. The returned
-// cleanup closes every adapter; call it after Run returns.
+// Build validates cfg and composes the service for its profile and role,
+// with the store, queue and cache it names. The cleanup closes what was
+// opened, in reverse order.
 func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	switch cfg.Store {
-	case "memory":
-		return initMemory(ctx, cfg)
-	case "postgres":
-		return initPostgres(ctx, cfg)
-	case "dynamo-adopted", "dynamo-abandoned", "dynamo-counters":
-		return initDynamo(ctx, cfg)
-	default:
-		return nil, nil, fmt.Errorf("store %q is not built into this binary", cfg.Store)
+	inject, ok := injectors[cfg.Profile][cfg.Role]
+	if !ok {
+		return nil, nil, fmt.Errorf("no injector for profile %q and role %q", cfg.Profile, cfg.Role)
 	}
+	return inject(ctx, cfg)
 }
 
 // Handler is the HTTP API.
@@ -77,7 +79,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	hardCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 	persisterDone := make(chan error, 1)
-	if s.cfg.RunsConsumer() {
+	if s.persister != nil {
 		go func() { persisterDone <- s.persister.Run(hardCtx) }()
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -101,11 +103,13 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.log.Warn("http shutdown incomplete", "err", err)
 	}
-	if err := s.sub.Close(); err != nil {
-		s.log.Warn("closing the subscriber", "err", err)
+	if s.persister != nil {
+		if err := s.sub.Close(); err != nil {
+			s.log.Warn("closing the subscriber", "err", err)
+		}
+		s.persister.Drain()
 	}
-	s.persister.Drain()
-	if s.cfg.RunsConsumer() {
+	if s.persister != nil {
 		select {
 		case err := <-persisterDone:
 			if err != nil && runErr == nil {
@@ -132,4 +136,9 @@ func (s *Service) PprofAddr() string {
 }
 
 // Stored is how many rides this process's persister has written.
-func (s *Service) Stored() int64 { return s.persister.Stored() }
+func (s *Service) Stored() int64 {
+	if s.persister == nil {
+		return 0
+	}
+	return s.persister.Stored()
+}

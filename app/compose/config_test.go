@@ -1,4 +1,4 @@
-package app
+package compose
 
 import (
 	"flag"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skidata/skidata/app"
 )
 
 func parse(t *testing.T, args []string, env map[string]string) (Config, error) {
@@ -62,7 +64,7 @@ func TestConfigRejectsWhatCannotWork(t *testing.T) {
 		"unknown store":       {[]string{"--store", "floppy"}, nil, `--store "floppy" is not one of`},
 		"unknown role":        {[]string{"--role", "boss"}, nil, `--role "boss"`},
 		"zero batch":          {[]string{"--batch-size", "0"}, nil, "--batch-size must be at least 1"},
-		"api role inproc":     {[]string{"--role", "api"}, nil, "in-process queue works only with --role all"},
+		"api role inproc":     {[]string{"--role", "api"}, nil, "--queue inproc works only with --role all"},
 		"bad env value":       {nil, map[string]string{"SKI_BATCH_SIZE": "many"}, "SKI_BATCH_SIZE"},
 		"unknown log format":  {[]string{"--log-format", "xml"}, nil, "--log-format"},
 		"zero queue capacity": {[]string{"--queue-capacity", "0"}, nil, "--queue-capacity"},
@@ -83,7 +85,7 @@ func TestConfigAdmissionFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := AdmissionConfig{Rate: 500, Burst: 50, SoftLimit: 1000, HardLimit: 5000}
+	want := app.AdmissionConfig{Rate: 500, Burst: 50, SoftLimit: 1000, HardLimit: 5000}
 	if c.Admission != want || c.Cache != "memory" || c.CacheTTL != 2*time.Second || c.PprofListen != "127.0.0.1:6060" || c.Breaker.Failures != 9 {
 		t.Errorf("parsed %+v", c)
 	}

@@ -1,37 +1,11 @@
-package app
+package compose
 
 import (
 	"flag"
 	"fmt"
 	"net"
 	"strings"
-	"time"
 )
-
-// AdmissionConfig tunes the admission control in front of ingest (see
-// Admission and docs/admission.md).
-type AdmissionConfig struct {
-	// Rate is the most rides per second this process accepts; 0 is no limit.
-	Rate float64
-	// Burst is how many rides may arrive at once above the rate; 0 means one
-	// second's worth of Rate.
-	Burst int
-	// SoftLimit is the queue depth above which the rate is scaled down
-	// linearly, reaching a trickle at HardLimit; 0 is off.
-	SoftLimit int64
-	// HardLimit is the queue depth at which every POST is answered 503 at
-	// once; 0 is off.
-	HardLimit int64
-}
-
-// BreakerConfig tunes the circuit breaker around publishing.
-type BreakerConfig struct {
-	// Failures is how many publishes in a row the queue must refuse before
-	// the breaker opens; 0 turns it off.
-	Failures int
-	// OpenFor is how long it stays open before probing the queue again.
-	OpenFor time.Duration
-}
 
 // registerAdmissionFlags binds the admission, breaker, cache and diagnostics
 // flags (kept apart from RegisterFlags so the store and queue flags other
@@ -41,13 +15,13 @@ func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Admission.Burst, "ingest-burst", c.Admission.Burst, "rides accepted at once above --ingest-rate; 0 = one second's worth")
 	fs.Int64Var(&c.Admission.SoftLimit, "queue-soft-limit", c.Admission.SoftLimit, "queue depth above which --ingest-rate is scaled down linearly toward --queue-hard-limit; 0 = off")
 	fs.Int64Var(&c.Admission.HardLimit, "queue-hard-limit", c.Admission.HardLimit, "queue depth at which POST answers 503 at once; 0 = off")
-	fs.IntVar(&c.Breaker.Failures, "breaker-failures", c.Breaker.Failures, "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")
+	fs.Var(uint32Flag{&c.Breaker.Failures}, "breaker-failures", "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")
 	fs.DurationVar(&c.Breaker.OpenFor, "breaker-open-for", c.Breaker.OpenFor, "how long the breaker stays open before one probe publish is let through")
-	fs.StringVar(&c.Cache, "cache", c.Cache, "cache for GET queries: "+strings.Join(Caches, "|"))
+	fs.StringVar(&c.Cache, "cache", c.Cache, "cache for GET queries: "+strings.Join(CacheNames(), "|"))
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "how long a cached answer lives (bounds staleness if an invalidation is lost)")
 	fs.IntVar(&c.CacheSize, "cache-size", c.CacheSize, "most entries the in-process cache (--cache memory) holds")
-	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for --cache redis")
-	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every cache key in Redis, so deployments can share one database")
+	fs.StringVar(&c.Redis.URL, "redis-url", c.Redis.URL, "Redis for --cache redis")
+	fs.StringVar(&c.Redis.Prefix, "redis-prefix", c.Redis.Prefix, "prefix of every cache key in Redis, so deployments can share one database")
 	fs.StringVar(&c.PprofListen, "pprof-listen", c.PprofListen, "loopback address for net/http/pprof, e.g. 127.0.0.1:6060; empty = off")
 }
 
@@ -64,8 +38,6 @@ func (c Config) validateAdmission() error {
 		return fmt.Errorf("--queue-soft-limit scales --ingest-rate down, so it needs --ingest-rate")
 	case a.SoftLimit > 0 && a.HardLimit <= a.SoftLimit:
 		return fmt.Errorf("--queue-soft-limit %d needs a larger --queue-hard-limit (the depth where the rate reaches its floor), got %d", a.SoftLimit, a.HardLimit)
-	case c.Breaker.Failures < 0:
-		return fmt.Errorf("--breaker-failures must not be negative, got %d", c.Breaker.Failures)
 	case c.Breaker.Failures > 0 && c.Breaker.OpenFor <= 0:
 		return fmt.Errorf("--breaker-open-for must be positive, got %s", c.Breaker.OpenFor)
 	case c.Cache != "none" && c.CacheTTL <= 0:

@@ -1,74 +1,60 @@
-package app
+package compose
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skidata/skidata/adapters/breaker"
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/postgres"
+	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/adapters/redis"
+	"github.com/skidata/skidata/app"
 )
 
 // Config is everything the service is told at start-up. Every field is a
 // flag with an environment-variable equivalent (SKI_ and the flag name in
 // upper snake case); a flag on the command line wins over the variable.
+// Each adapter owns its configuration type; Config holds them as they are
+// and the flags fill their fields directly, so nothing is mapped twice.
 type Config struct {
-	// Profile names a set of defaults for a deployment (profile.go): ""
-	// for none, "ec2" for the AWS production layout.
 	Profile         string
 	Listen          string
 	Role            string
 	Store           string
 	Queue           string
 	QueueCapacity   int
-	AMQP            AMQPConfig
-	Persister       PersisterConfig
+	AMQP            rabbitmq.Config
+	Persister       app.PersisterConfig
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	LogLevel        string
 	SeedDemo        bool
-	Postgres        PostgresConfig
-	Dynamo          DynamoConfig
-	Admission       AdmissionConfig
-	Breaker         BreakerConfig
+	Postgres        postgres.Config
+	Dynamo          dynamo.Config
+	Admission       app.AdmissionConfig
+	Breaker         breaker.Config
 	Cache           string
 	CacheTTL        time.Duration
 	CacheSize       int
-	RedisURL        string
-	RedisPrefix     string
+	Redis           redis.Config
 	PprofListen     string
 }
 
-// PostgresConfig is what --store postgres needs. It is app's own type so
-// that only the injector files depend on the adapter; inject_postgres.go
-// maps it onto postgres.Config.
-type PostgresConfig struct {
-	// URL is the libpq connection string. There is no default: a
-	// production service must be told which database it owns.
-	URL              string
-	MaxConns         int
-	StatementTimeout time.Duration
-	ConnectTimeout   time.Duration
-	Schema           string
-}
+// Roles are what one process may do: everything, or one side of the queue.
+var Roles = []string{RoleAll, RoleAPI, RoleConsumer}
 
-// DynamoConfig is what the DynamoDB stores (--store dynamo-adopted,
-// dynamo-abandoned or dynamo-counters) need; credentials come from the AWS SDK's default chain
-// (AWS_ACCESS_KEY_ID..., a profile, or a role), never from here.
-type DynamoConfig struct {
-	Region           string
-	Endpoint         string
-	TablePrefix      string
-	WriteConcurrency int
-}
-
-// The choices a Config may name.
-var (
-	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters"}
-	Queues = []string{"inproc", "rabbitmq"}
-	Roles  = []string{"all", "api", "consumer"}
-	Caches = []string{"none", "memory", "redis"}
+// The roles.
+const (
+	RoleAll      = "all"
+	RoleAPI      = "api"
+	RoleConsumer = "consumer"
 )
 
 // DefaultConfig is the configuration with nothing set: in memory, on :8080.
@@ -79,23 +65,22 @@ func DefaultConfig() Config {
 		Store:         "memory",
 		Queue:         "inproc",
 		QueueCapacity: 100_000,
-		AMQP: AMQPConfig{
+		AMQP: rabbitmq.Config{
 			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
 			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishTimeout: 5 * time.Second,
 		},
-		Persister:       PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
+		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		LogFormat:       "text",
 		LogLevel:        "info",
 		SeedDemo:        true,
-		Postgres:        PostgresConfig{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
-		Dynamo:          DynamoConfig{WriteConcurrency: 8},
-		Breaker:         BreakerConfig{Failures: 5, OpenFor: 2 * time.Second},
+		Postgres:        postgres.Config{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
+		Dynamo:          dynamo.Config{WriteConcurrency: 8},
+		Breaker:         breaker.Config{Failures: 5, OpenFor: 2 * time.Second},
 		Cache:           "none",
 		CacheTTL:        5 * time.Second,
 		CacheSize:       100_000,
-		RedisURL:        "redis://127.0.0.1:6379/0",
-		RedisPrefix:     "skidata:",
+		Redis:           redis.Config{URL: "redis://127.0.0.1:6379/0", Prefix: "skidata:"},
 	}
 }
 
@@ -104,8 +89,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "deployment profile whose defaults to apply before the environment and flags: "+strings.Join(ProfileNames(), "|")+" (empty: none)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address the HTTP server listens on")
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
-	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(Stores, "|"))
-	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(Queues, "|"))
+	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(StoreNames(), "|"))
+	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
 	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready rides over all shards); beyond it POST answers 503")
 	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq)")
 	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
@@ -123,7 +108,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
 	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
 	fs.StringVar(&c.Postgres.URL, "database-url", c.Postgres.URL, "PostgreSQL connection string for --store postgres, e.g. postgres://user:pass@host:5432/db?sslmode=require")
-	fs.IntVar(&c.Postgres.MaxConns, "db-max-conns", c.Postgres.MaxConns, "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
+	fs.Var(int32Flag{&c.Postgres.MaxConns}, "db-max-conns", "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
 	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt")
 	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
@@ -172,18 +157,18 @@ func (c Config) Validate() error {
 		name, value string
 		allowed     []string
 	}{
-		{"store", c.Store, Stores}, {"queue", c.Queue, Queues}, {"role", c.Role, Roles},
+		{"store", c.Store, StoreNames()}, {"queue", c.Queue, QueueNames()}, {"role", c.Role, Roles},
 		{"profile", c.Profile, append([]string{""}, ProfileNames()...)},
 		{"log-format", c.LogFormat, []string{"text", "json"}},
 		{"log-level", c.LogLevel, []string{"debug", "info", "warn", "error"}},
-		{"cache", c.Cache, Caches},
+		{"cache", c.Cache, CacheNames()},
 	} {
 		if !slices.Contains(ch.allowed, ch.value) {
 			return fmt.Errorf("--%s %q is not one of %s", ch.name, ch.value, strings.Join(ch.allowed, ", "))
 		}
 	}
-	if c.Role != "all" && c.Queue == "inproc" {
-		return fmt.Errorf("--role %s needs a queue shared between processes; the in-process queue works only with --role all", c.Role)
+	if c.Role != RoleAll && !queueDriver(c.Queue).Shared {
+		return fmt.Errorf("--role %s needs a queue shared between processes; --queue %s works only with --role all", c.Role, c.Queue)
 	}
 	if c.Persister.BatchSize < 1 {
 		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
@@ -191,35 +176,71 @@ func (c Config) Validate() error {
 	if c.Persister.Linger <= 0 {
 		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
 	}
-	if c.Store == "postgres" && strings.TrimSpace(c.Postgres.URL) == "" {
-		return fmt.Errorf("--store postgres needs --database-url (or %s): which database to use", EnvName("database-url"))
-	}
-	if c.Postgres.MaxConns < 0 || c.Postgres.MaxConns > math.MaxInt32 {
-		return fmt.Errorf("--db-max-conns must be between 0 and %d, got %d", math.MaxInt32, c.Postgres.MaxConns)
-	}
-	if c.Postgres.StatementTimeout < 0 || c.Postgres.ConnectTimeout < 0 {
-		return fmt.Errorf("--db-statement-timeout and --db-connect-timeout must not be negative")
-	}
 	if c.QueueCapacity < 1 {
 		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)
+	}
+	if check := storeDriver(c.Store).Check; check != nil {
+		if err := check(c); err != nil {
+			return err
+		}
+	}
+	if check := queueDriver(c.Queue).Check; check != nil {
+		if err := check(c); err != nil {
+			return err
+		}
 	}
 	return c.validateAdmission()
 }
 
-// AMQPConfig configures the RabbitMQ queue (--queue rabbitmq).
-type AMQPConfig struct {
-	URL             string
-	Prefix          string
-	Shards          int
-	QueueType       string
-	Prefetch        int
-	DeliveryLimit   int
-	PublishChannels int
-	PublishTimeout  time.Duration
-}
-
 // RunsAPI reports whether this process serves the API.
-func (c Config) RunsAPI() bool { return c.Role != "consumer" }
+func (c Config) RunsAPI() bool { return c.Role != RoleConsumer }
 
 // RunsConsumer reports whether this process persists rides.
-func (c Config) RunsConsumer() bool { return c.Role != "api" }
+func (c Config) RunsConsumer() bool { return c.Role != RoleAPI }
+
+// int32Flag is a flag for an adapter's int32 setting; flag has none.
+type int32Flag struct{ p *int32 }
+
+func (f int32Flag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*f.p), 10)
+}
+
+func (f int32Flag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, 32)
+	if err != nil {
+		return numError(err)
+	}
+	*f.p = int32(v)
+	return nil
+}
+
+// uint32Flag is a flag for an adapter's uint32 setting.
+type uint32Flag struct{ p *uint32 }
+
+func (f uint32Flag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.FormatUint(uint64(*f.p), 10)
+}
+
+func (f uint32Flag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 0, 32)
+	if err != nil {
+		return numError(err)
+	}
+	*f.p = uint32(v)
+	return nil
+}
+
+// numError says what flag's own parsers say: "parse error" or "value out of range".
+func numError(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+		return errors.New("value out of range")
+	}
+	return errors.New("parse error")
+}

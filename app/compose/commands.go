@@ -1,0 +1,166 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/postgres"
+	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/domain"
+)
+
+// ErrUsage marks an error in how a one-shot command was asked for (a flag
+// that does not fit it), as opposed to a failure while doing it; skiapi
+// exits 2 for the first and 1 for the second.
+var ErrUsage = errors.New("usage")
+
+// usage marks err as a usage error without changing its message.
+func usage(err error) error { return usageError{err} }
+
+type usageError struct{ err error }
+
+func (u usageError) Error() string   { return u.err.Error() }
+func (u usageError) Unwrap() []error { return []error{ErrUsage, u.err} }
+
+// CreateDynamoTables creates the tables and the index the configured
+// DynamoDB store needs (`skiapi tables create`): on-demand billing, and it
+// returns once they are active. Tables that exist are left as they are, so
+// running it again is harmless.
+func CreateDynamoTables(ctx context.Context, cfg Config) error {
+	client, dc, err := dynamoForCommand(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return dynamo.CreateTables(ctx, client, dc.TablePrefix, dc.Model)
+}
+
+// DescribeDynamoTables returns what DynamoDB reports about the configured
+// store's tables (`skiapi tables describe`): status, keys, indexes, billing
+// and its (approximate, six-hourly) item counts.
+func DescribeDynamoTables(ctx context.Context, cfg Config) (string, error) {
+	client, dc, err := dynamoForCommand(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	return dynamo.DescribeTables(ctx, client, dc.TablePrefix, dc.Model)
+}
+
+// dynamoForCommand is the client a one-shot command uses; the tables only
+// mean something for a DynamoDB store, and which tables depends on its model.
+func dynamoForCommand(ctx context.Context, cfg Config) (*dynamodb.Client, dynamo.Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, dynamo.Config{}, usage(err)
+	}
+	if !strings.HasPrefix(cfg.Store, dynamoStorePrefix) {
+		return nil, dynamo.Config{}, usage(fmt.Errorf("--store %s has no DynamoDB tables; use one of --store %s%s", cfg.Store, dynamoStorePrefix, strings.Join(dynamo.Models, "|"+dynamoStorePrefix)))
+	}
+	dc := dynamoConfig(cfg)
+	client, err := dynamo.NewClient(ctx, dc)
+	return client, dc, err
+}
+
+// MigratePostgres applies the pending migrations to the database cfg names
+// and returns the schema version reached (`skiapi migrate`). Opening the
+// database migrates it; the version is read back so the answer is what the
+// database holds, not what this binary hoped to apply.
+func MigratePostgres(ctx context.Context, cfg Config) (int, error) {
+	db, err := openForCommand(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	return db.SchemaVersion(ctx)
+}
+
+// SeedPostgres loads the demo resorts into the database cfg names (`skiapi
+// seed`); resorts already there keep their seasons. It returns how many
+// resorts the store holds afterwards.
+func SeedPostgres(ctx context.Context, cfg Config) (int, error) {
+	db, err := openForCommand(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	if err := app.SeedDemoResorts(ctx, db.Resorts()); err != nil {
+		return 0, err
+	}
+	rs, err := db.Resorts().Resorts(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count resorts after seeding: %w", err)
+	}
+	return len(rs), nil
+}
+
+// openForCommand opens (and so migrates) the database for a one-shot
+// command; migrate and seed only mean something for a database.
+func openForCommand(ctx context.Context, cfg Config) (*postgres.DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Store != "postgres" {
+		return nil, fmt.Errorf("--store %s has nothing to migrate or seed; use --store postgres --database-url ...", cfg.Store)
+	}
+	return postgres.Open(ctx, cfg.Postgres)
+}
+
+// DeadLetter is a ride RabbitMQ gave up delivering (`skiapi dlq list`).
+type DeadLetter struct {
+	MessageID string
+	// Ride is zero when the body could not be decoded; BodyErr says why.
+	Ride    domain.LiftRide
+	BodyErr string
+	// Reason (rejected, delivery_limit, ...), the queue it died in, and how
+	// many times it died there, from the broker's x-death header.
+	Reason string
+	Queue  string
+	Count  int64
+}
+
+// ListDeadLetters returns up to limit rides from the dead-letter queue
+// without removing them.
+func ListDeadLetters(ctx context.Context, cfg Config, limit int) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+		dls, err := b.DLQList(ctx, limit)
+		for _, d := range dls {
+			out = append(out, DeadLetter{MessageID: d.MessageID, Ride: d.Ride, BodyErr: d.BodyErr, Reason: d.Reason, Queue: d.Queue, Count: d.Count})
+		}
+		return err
+	})
+	return out, err
+}
+
+// ReplayDeadLetters moves every readable dead letter back to its ride queue
+// and returns how many it moved; unreadable ones stay.
+func ReplayDeadLetters(ctx context.Context, cfg Config) (int, error) {
+	var n int
+	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+		var err error
+		n, err = b.DLQReplay(ctx)
+		return err
+	})
+	return n, err
+}
+
+// withBroker connects for a one-shot dlq command; there is a dead-letter
+// queue only with --queue rabbitmq.
+func withBroker(ctx context.Context, cfg Config, do func(*rabbitmq.Broker) error) error {
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+	if cfg.Queue != "rabbitmq" {
+		return usage(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
+	}
+	b, err := rabbitmq.Open(ctx, rabbitmqConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.Disconnect() }()
+	return do(b)
+}
