@@ -32,7 +32,7 @@ func (f *fakeSub) Ack(_ context.Context, b []ports.Delivery) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, d := range b {
-		f.acked = append(f.acked, d.Tag)
+		f.acked = append(f.acked, d.Receipt.(uint64))
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ func (f *fakeSub) Nack(_ context.Context, b []ports.Delivery) error {
 	defer f.mu.Unlock()
 	var tags []uint64
 	for _, d := range b {
-		tags = append(tags, d.Tag)
+		tags = append(tags, d.Receipt.(uint64))
 	}
 	f.nacks = append(f.nacks, tags)
 	return nil
@@ -50,7 +50,7 @@ func (f *fakeSub) Reject(_ context.Context, b []ports.Delivery) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, d := range b {
-		f.rejected = append(f.rejected, d.Tag)
+		f.rejected = append(f.rejected, d.Receipt.(uint64))
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func (s *fakeStore) written() [][]domain.LiftRide {
 
 func deliver(sub *fakeSub, n int) {
 	for i := 1; i <= n; i++ {
-		sub.ch <- ports.Delivery{Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: int32(i), LiftID: 1}, Tag: uint64(i)}
+		sub.ch <- ports.Delivery{Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: int32(i), LiftID: 1}, Receipt: uint64(i)}
 	}
 }
 

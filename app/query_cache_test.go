@@ -163,9 +163,9 @@ func TestPersisterInvalidatesExactlyTheKeysOfTheBatchBeforeAcking(t *testing.T) 
 	cache.onDel = func() { a, _ := sub.state(); ackedAtDelete = append(ackedAtDelete, a) }
 	p := NewPersister(sub, store, PersisterConfig{BatchSize: 3, Linger: time.Hour, RetryFor: time.Second}, cache, ports.NopMetrics{}, discard)
 	runPersister(t, p, sub)
-	sub.ch <- ports.Delivery{Tag: 1, Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 1, LiftID: 2}}
-	sub.ch <- ports.Delivery{Tag: 2, Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 2, LiftID: 3}}
-	sub.ch <- ports.Delivery{Tag: 3, Ride: domain.LiftRide{ResortID: 2, SeasonID: "2025", DayID: 6, SkierID: 8, Time: 3, LiftID: 4}}
+	sub.ch <- ports.Delivery{Receipt: uint64(1), Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 1, LiftID: 2}}
+	sub.ch <- ports.Delivery{Receipt: uint64(2), Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 2, LiftID: 3}}
+	sub.ch <- ports.Delivery{Receipt: uint64(3), Ride: domain.LiftRide{ResortID: 2, SeasonID: "2025", DayID: 6, SkierID: 8, Time: 3, LiftID: 4}}
 	waitFor(t, "the batch acked", func() bool { a, _ := sub.state(); return len(a) == 3 })
 
 	cache.mu.Lock()

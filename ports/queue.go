@@ -18,13 +18,15 @@ type Publisher interface {
 }
 
 // Delivery is one ride taken off the queue, not yet acknowledged.
-// Tag and Lane are the adapter's own bookkeeping (a delivery tag and which
-// channel or shard it came from); the core only passes them back.
 type Delivery struct {
-	Ride domain.LiftRide
-	Tag  uint64
-	Lane uint32
+	Ride    domain.LiftRide
+	Receipt Receipt
 }
+
+// Receipt is the queue's own handle on one delivery (a broker's delivery
+// tag and channel, say). It is opaque to the core, which only hands it back
+// to the Subscriber that issued it in Ack, Nack or Reject.
+type Receipt any
 
 // Subscriber gives the persister the rides on the queue, at least once.
 //

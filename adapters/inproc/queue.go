@@ -101,7 +101,7 @@ func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	q.nready--
 	q.nextTag++
 	q.unacked[q.nextTag] = ride
-	return ports.Delivery{Ride: ride, Tag: q.nextTag}, true, false
+	return ports.Delivery{Ride: ride, Receipt: q.nextTag}, true, false
 }
 
 func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
@@ -133,7 +133,7 @@ func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
 func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for _, d := range batch {
-		delete(q.unacked, d.Tag)
+		delete(q.unacked, tagOf(d))
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -145,8 +145,8 @@ func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 func (q *Queue) Reject(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for _, d := range batch {
-		if _, ok := q.unacked[d.Tag]; ok {
-			delete(q.unacked, d.Tag)
+		if _, ok := q.unacked[tagOf(d)]; ok {
+			delete(q.unacked, tagOf(d))
 			q.dropped++
 		}
 	}
@@ -167,11 +167,11 @@ func (q *Queue) Dropped() int64 {
 func (q *Queue) Nack(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for i := len(batch) - 1; i >= 0; i-- {
-		ride, ok := q.unacked[batch[i].Tag]
+		ride, ok := q.unacked[tagOf(batch[i])]
 		if !ok {
 			continue
 		}
-		delete(q.unacked, batch[i].Tag)
+		delete(q.unacked, tagOf(batch[i]))
 		// Room is guaranteed: the ride was counted against capacity.
 		q.head = (q.head - 1 + q.capacity) % q.capacity
 		q.ready[q.head] = ride
@@ -197,4 +197,10 @@ func (q *Queue) Depth(context.Context) (int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return int64(q.nready + len(q.unacked)), nil
+}
+
+// tagOf is the sequence number this queue put in a delivery's receipt.
+func tagOf(d ports.Delivery) uint64 {
+	tag, _ := d.Receipt.(uint64)
+	return tag
 }

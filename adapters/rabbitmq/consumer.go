@@ -223,7 +223,7 @@ func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 				continue
 			}
 			c.track(l, m)
-			d := ports.Delivery{Ride: ride, Tag: m.DeliveryTag, Lane: l.id}
+			d := ports.Delivery{Ride: ride, Receipt: receipt{lane: l.id, tag: m.DeliveryTag}}
 			if closing {
 				_ = c.settle(l, []ports.Delivery{d}, settleRequeue)
 				continue
@@ -292,7 +292,8 @@ func (b *Broker) settleAll(batch []ports.Delivery, how settleMode) error {
 	}
 	byLane := map[uint32][]ports.Delivery{}
 	for _, d := range batch {
-		byLane[d.Lane] = append(byLane[d.Lane], d)
+		r := receiptOf(d)
+		byLane[r.lane] = append(byLane[r.lane], d)
 	}
 	var errs []error
 	for id, ds := range byLane {
@@ -333,10 +334,11 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 	var tags []uint64
 	var msgs []amqp.Delivery
 	for _, d := range ds {
-		if m, ok := l.pending[d.Tag]; ok {
-			tags = append(tags, d.Tag)
+		tag := receiptOf(d).tag
+		if m, ok := l.pending[tag]; ok {
+			tags = append(tags, tag)
 			msgs = append(msgs, m)
-			delete(l.pending, d.Tag)
+			delete(l.pending, tag)
 		}
 	}
 	if len(tags) == 0 {
@@ -470,4 +472,16 @@ func (c *consumer) stopNow() {
 	c.close()
 	c.stopRun()
 	<-c.done
+}
+
+// receipt is what the consumer puts in a delivery: which lane (shard
+// channel) it came on and the broker's delivery tag there.
+type receipt struct {
+	lane uint32
+	tag  uint64
+}
+
+func receiptOf(d ports.Delivery) receipt {
+	r, _ := d.Receipt.(receipt)
+	return r
 }
