@@ -51,7 +51,7 @@ func startAdmission(t *testing.T, next ports.RideIngester, q ports.QueueStats, c
 	return a
 }
 
-var aRide = domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}
+var aRide = domain.MustLiftRide(1, "2024", 1, 1, 1, 1)
 
 func TestAdmissionOverTheRateIsOverloaded(t *testing.T) {
 	next, m := &countingIngester{}, &rejections{}

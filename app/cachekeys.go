@@ -27,15 +27,15 @@ const (
 	queryResortDay   = "resort_day_skiers"
 )
 
-func skierDayKey(resortID int32, seasonID string, dayID int, skierID int32) string {
+func skierDayKey(resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) string {
 	return fmt.Sprintf("%s:skier-day:%d:%s:%d:%d", cacheKeyVersion, resortID, seasonID, dayID, skierID)
 }
 
-func skierSeasonKey(skierID, resortID int32) string {
+func skierSeasonKey(skierID domain.SkierID, resortID domain.ResortID) string {
 	return fmt.Sprintf("%s:skier-season:%d:%d", cacheKeyVersion, skierID, resortID)
 }
 
-func resortDayKey(resortID int32, seasonID string, dayID int) string {
+func resortDayKey(resortID domain.ResortID, seasonID string, dayID int) string {
 	return fmt.Sprintf("%s:resort-day:%d:%s:%d", cacheKeyVersion, resortID, seasonID, dayID)
 }
 
@@ -45,9 +45,9 @@ func keysAffectedBy(rides []domain.LiftRide) []string {
 	keys := make([]string, 0, 3*len(rides))
 	for _, r := range rides {
 		keys = append(keys,
-			skierDayKey(r.ResortID, r.SeasonID, r.DayID, r.SkierID),
-			skierSeasonKey(r.SkierID, r.ResortID),
-			resortDayKey(r.ResortID, r.SeasonID, r.DayID))
+			skierDayKey(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID()),
+			skierSeasonKey(r.SkierID(), r.ResortID()),
+			resortDayKey(r.ResortID(), r.SeasonID(), r.DayID()))
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)

@@ -23,7 +23,7 @@ type Catalog struct {
 	store ports.ResortStore
 	log   *slog.Logger
 
-	resorts    atomic.Pointer[map[int32]domain.Resort]
+	resorts    atomic.Pointer[map[domain.ResortID]domain.Resort]
 	reloadMu   sync.Mutex
 	lastReload atomic.Int64 // unix nanoseconds
 }
@@ -68,7 +68,7 @@ func (c *Catalog) reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load resorts: %w", err)
 	}
-	m := make(map[int32]domain.Resort, len(rs))
+	m := make(map[domain.ResortID]domain.Resort, len(rs))
 	for _, r := range rs {
 		m[r.ID] = r
 	}
@@ -79,7 +79,7 @@ func (c *Catalog) reload(ctx context.Context) error {
 
 // lookup finds a resort in memory, reloading once on a miss if the last
 // reload is old enough.
-func (c *Catalog) lookup(ctx context.Context, id int32, season string) (domain.Resort, bool) {
+func (c *Catalog) lookup(ctx context.Context, id domain.ResortID, season string) (domain.Resort, bool) {
 	r, ok := (*c.resorts.Load())[id]
 	if ok && (season == "" || r.HasSeason(season)) {
 		return r, true
@@ -97,7 +97,7 @@ func (c *Catalog) lookup(ctx context.Context, id int32, season string) (domain.R
 }
 
 // CheckRide reports whether the ride's resort and season are registered.
-func (c *Catalog) CheckRide(ctx context.Context, resortID int32, season string) error {
+func (c *Catalog) CheckRide(ctx context.Context, resortID domain.ResortID, season string) error {
 	r, ok := c.lookup(ctx, resortID, season)
 	if !ok {
 		return domain.NotFound("resort %d does not exist; GET /resorts lists the resorts", resortID)
@@ -109,7 +109,7 @@ func (c *Catalog) CheckRide(ctx context.Context, resortID int32, season string) 
 }
 
 // Resort returns one resort.
-func (c *Catalog) Resort(ctx context.Context, id int32) (domain.Resort, error) {
+func (c *Catalog) Resort(ctx context.Context, id domain.ResortID) (domain.Resort, error) {
 	r, ok := c.lookup(ctx, id, "")
 	if !ok {
 		return domain.Resort{}, domain.NotFound("resort %d does not exist; GET /resorts lists the resorts", id)
@@ -129,7 +129,7 @@ func (c *Catalog) List(context.Context) ([]domain.Resort, error) {
 }
 
 // Seasons implements ports.Resorts.
-func (c *Catalog) Seasons(ctx context.Context, resortID int32) ([]string, error) {
+func (c *Catalog) Seasons(ctx context.Context, resortID domain.ResortID) ([]string, error) {
 	r, err := c.Resort(ctx, resortID)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (c *Catalog) Seasons(ctx context.Context, resortID int32) ([]string, error)
 }
 
 // AddSeason implements ports.Resorts: the store first, then memory.
-func (c *Catalog) AddSeason(ctx context.Context, resortID int32, seasonID string) error {
+func (c *Catalog) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
 	if _, err := c.Resort(ctx, resortID); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (c *Catalog) AddSeason(ctx context.Context, resortID int32, seasonID string
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
 	old := *c.resorts.Load()
-	m := make(map[int32]domain.Resort, len(old))
+	m := make(map[domain.ResortID]domain.Resort, len(old))
 	for id, r := range old {
 		m[id] = r
 	}

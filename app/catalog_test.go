@@ -16,7 +16,7 @@ import (
 // as another API process would.
 type mapResorts struct {
 	mu    sync.Mutex
-	m     map[int32]domain.Resort
+	m     map[domain.ResortID]domain.Resort
 	reads int
 }
 
@@ -34,12 +34,12 @@ func (s *mapResorts) PutResort(_ context.Context, r domain.Resort) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[int32]domain.Resort{}
+		s.m = map[domain.ResortID]domain.Resort{}
 	}
 	s.m[r.ID] = r
 	return nil
 }
-func (s *mapResorts) AddSeason(_ context.Context, id int32, season string) error {
+func (s *mapResorts) AddSeason(_ context.Context, id domain.ResortID, season string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.m[id]

@@ -15,7 +15,7 @@ var demoResortNames = []string{
 func DemoResorts() []domain.Resort {
 	out := make([]domain.Resort, len(demoResortNames))
 	for i, name := range demoResortNames {
-		r, err := domain.NewResort(int32(i+1), name, DemoSeasons...)
+		r, err := domain.NewResort(domain.ResortID(i+1), name, DemoSeasons...)
 		if err != nil {
 			panic(err) // the fixture is constant: a failure here is a programming error
 		}

@@ -23,7 +23,7 @@ func NewIngest(catalog *Catalog, pub ports.Publisher) *Ingest {
 
 // AddRide implements ports.RideIngester.
 func (in *Ingest) AddRide(ctx context.Context, ride domain.LiftRide) error {
-	if err := in.catalog.CheckRide(ctx, ride.ResortID, ride.SeasonID); err != nil {
+	if err := in.catalog.CheckRide(ctx, ride.ResortID(), ride.SeasonID()); err != nil {
 		return err
 	}
 	return in.pub.Publish(ctx, ride)

@@ -66,7 +66,7 @@ type fakeStore struct {
 	mu       sync.Mutex
 	batches  [][]domain.LiftRide
 	failures int
-	invalid  int32           // a skier id the store refuses as invalid
+	invalid  domain.SkierID  // a skier id the store refuses as invalid
 	acked    func() []uint64 // what had been acked when a batch was written
 	ackedAt  [][]uint64
 }
@@ -75,8 +75,8 @@ func (s *fakeStore) AddRides(_ context.Context, rides []domain.LiftRide) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rides {
-		if r.SkierID == s.invalid {
-			return domain.Invalid("skier-day of skier %d is full", r.SkierID)
+		if r.SkierID() == s.invalid {
+			return domain.Invalid("skier-day of skier %d is full", r.SkierID())
 		}
 	}
 	if s.failures != 0 {
@@ -98,7 +98,7 @@ func (s *fakeStore) written() [][]domain.LiftRide {
 
 func deliver(sub *fakeSub, n int) {
 	for i := 1; i <= n; i++ {
-		sub.ch <- ports.Delivery{Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: int32(i), LiftID: 1}, Receipt: uint64(i)}
+		sub.ch <- ports.Delivery{Ride: domain.MustLiftRide(1, "2024", 1, domain.SkierID(i), 0, 1), Receipt: uint64(i)}
 	}
 }
 

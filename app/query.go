@@ -32,7 +32,7 @@ func NewQuery(catalog *Catalog, store ports.RideStore, cache ports.Cache, ttl Ca
 
 // ResortDaySkiers implements ports.RideQueries. A known resort with no rides
 // that day has zero skiers; an unknown resort is not found.
-func (q *Query) ResortDaySkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (ports.ResortDaySkiers, error) {
+func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (ports.ResortDaySkiers, error) {
 	r, err := q.catalog.Resort(ctx, resortID)
 	if err != nil {
 		return ports.ResortDaySkiers{}, err
@@ -47,7 +47,7 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID int32, seasonID st
 }
 
 // SkierDayVertical implements ports.RideQueries.
-func (q *Query) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	if err := domain.ValidateResortID(resortID); err != nil {
 		return 0, err
 	}
@@ -67,7 +67,7 @@ func (q *Query) SkierDayVertical(ctx context.Context, resortID int32, seasonID s
 }
 
 // SkierResortTotals implements ports.RideQueries.
-func (q *Query) SkierResortTotals(ctx context.Context, skierID int32, resortIDs []int32, seasonIDs []string) ([]domain.SeasonVertical, error) {
+func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error) {
 	if err := domain.ValidateSkierID(skierID); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID int32, resortIDs 
 }
 
 // SkierSeasonDays implements ports.RideQueries.
-func (q *Query) SkierSeasonDays(ctx context.Context, skierID int32, seasonID string) (ports.SkierSeasonDays, error) {
+func (q *Query) SkierSeasonDays(ctx context.Context, skierID domain.SkierID, seasonID string) (ports.SkierSeasonDays, error) {
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return ports.SkierSeasonDays{}, err
 	}
@@ -122,7 +122,7 @@ func (q *Query) SkierSeasonDays(ctx context.Context, skierID int32, seasonID str
 }
 
 // SkierDay implements ports.RideQueries.
-func (q *Query) SkierDay(ctx context.Context, skierID int32, seasonID string, dayID int) (ports.SkierDay, error) {
+func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) (ports.SkierDay, error) {
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return ports.SkierDay{}, err
 	}
@@ -140,7 +140,7 @@ func (q *Query) SkierDay(ctx context.Context, skierID int32, seasonID string, da
 	return ports.SkierDay{SkierID: skierID, SeasonID: seasonID, DayID: dayID, TotalVert: total, Rides: rides}, nil
 }
 
-func validateSkierSeason(skierID int32, seasonID string) error {
+func validateSkierSeason(skierID domain.SkierID, seasonID string) error {
 	if err := domain.ValidateSkierID(skierID); err != nil {
 		return err
 	}

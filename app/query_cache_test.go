@@ -77,17 +77,17 @@ func (s *countingStore) count(q string) {
 
 func (s *countingStore) n(q string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[q] }
 
-func (s *countingStore) SkierDayVertical(context.Context, int32, string, int, int32) (int, error) {
+func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int, error) {
 	s.count(querySkierDay)
 	return s.vert, nil
 }
 
-func (s *countingStore) SkierSeasonVerticals(context.Context, int32, int32) ([]domain.SeasonVertical, error) {
+func (s *countingStore) SkierSeasonVerticals(context.Context, domain.SkierID, domain.ResortID) ([]domain.SeasonVertical, error) {
 	s.count(querySkierSeason)
 	return []domain.SeasonVertical{{SeasonID: "2024", TotalVert: s.vert}}, nil
 }
 
-func (s *countingStore) UniqueSkiers(context.Context, int32, string, int) (int, error) {
+func (s *countingStore) UniqueSkiers(context.Context, domain.ResortID, string, int) (int, error) {
 	s.count(queryResortDay)
 	return 7, nil
 }
@@ -126,7 +126,7 @@ func TestQueryReadsThroughTheCache(t *testing.T) {
 		if v, err := q.SkierDayVertical(ctx, 1, "2024", 1, 9); err != nil || v != 210 {
 			t.Fatalf("SkierDayVertical = %d, %v; want 210", v, err)
 		}
-		if tot, err := q.SkierResortTotals(ctx, 9, []int32{1}, nil); err != nil || tot[0].TotalVert != 210 {
+		if tot, err := q.SkierResortTotals(ctx, 9, []domain.ResortID{1}, nil); err != nil || tot[0].TotalVert != 210 {
 			t.Fatalf("SkierResortTotals = %v, %v", tot, err)
 		}
 		if n, err := q.ResortDaySkiers(ctx, 1, "2024", 1); err != nil || n.NumSkiers != 7 {
@@ -163,9 +163,9 @@ func TestPersisterInvalidatesExactlyTheKeysOfTheBatchBeforeAcking(t *testing.T) 
 	cache.onDel = func() { a, _ := sub.state(); ackedAtDelete = append(ackedAtDelete, a) }
 	p := NewPersister(sub, store, PersisterConfig{BatchSize: 3, Linger: time.Hour, RetryFor: time.Second}, cache, ports.NopMetrics{}, discard)
 	runPersister(t, p, sub)
-	sub.ch <- ports.Delivery{Receipt: uint64(1), Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 1, LiftID: 2}}
-	sub.ch <- ports.Delivery{Receipt: uint64(2), Ride: domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 5, SkierID: 7, Time: 2, LiftID: 3}}
-	sub.ch <- ports.Delivery{Receipt: uint64(3), Ride: domain.LiftRide{ResortID: 2, SeasonID: "2025", DayID: 6, SkierID: 8, Time: 3, LiftID: 4}}
+	sub.ch <- ports.Delivery{Receipt: uint64(1), Ride: domain.MustLiftRide(1, "2024", 5, 7, 1, 2)}
+	sub.ch <- ports.Delivery{Receipt: uint64(2), Ride: domain.MustLiftRide(1, "2024", 5, 7, 2, 3)}
+	sub.ch <- ports.Delivery{Receipt: uint64(3), Ride: domain.MustLiftRide(2, "2025", 6, 8, 3, 4)}
 	waitFor(t, "the batch acked", func() bool { a, _ := sub.state(); return len(a) == 3 })
 
 	cache.mu.Lock()

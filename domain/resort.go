@@ -8,13 +8,13 @@ import (
 // Resort is reference data: a ski resort and the seasons it has registered.
 // Rides are accepted only for a registered (resort, season) pair.
 type Resort struct {
-	ID      int32
+	ID      ResortID
 	Name    string
 	Seasons []string // ascending, no duplicates
 }
 
 // NewResort validates a resort and normalises its seasons (sorted, unique).
-func NewResort(id int32, name string, seasons ...string) (Resort, error) {
+func NewResort(id ResortID, name string, seasons ...string) (Resort, error) {
 	if err := ValidateResortID(id); err != nil {
 		return Resort{}, err
 	}

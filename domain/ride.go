@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"strconv"
 )
 
@@ -13,21 +14,49 @@ const (
 // VerticalPerLift is the vertical metres a ride on lift N climbs: N × 10.
 const VerticalPerLift = 10
 
+// ResortID and SkierID are distinct types so that a resort id cannot be
+// passed where a skier id is wanted (the store's methods take both, in
+// orders that differ by query): a swap does not compile.
+type (
+	ResortID int32
+	SkierID  int32
+)
+
 // LiftRide is one ride of one skier on one lift. It is comparable, and its
 // six fields together are its identity: the same ride posted twice, or
-// delivered twice by a queue, is the same value and counts once.
+// delivered twice by a queue, is the same value and counts once. Its fields
+// are unexported so that a ride can only be made by NewLiftRide: every ride
+// past the HTTP boundary, in a queue or read back from a store, is valid.
 type LiftRide struct {
-	ResortID int32
-	SeasonID string
-	DayID    int
-	SkierID  int32
-	Time     int32
-	LiftID   int32
+	resortID ResortID
+	seasonID string
+	dayID    int
+	skierID  SkierID
+	time     int32
+	liftID   int32
+}
+
+// The ride's fields.
+func (r LiftRide) ResortID() ResortID { return r.resortID }
+func (r LiftRide) SeasonID() string   { return r.seasonID }
+func (r LiftRide) DayID() int         { return r.dayID }
+func (r LiftRide) SkierID() SkierID   { return r.skierID }
+func (r LiftRide) Time() int32        { return r.time }
+func (r LiftRide) LiftID() int32      { return r.liftID }
+
+// MustLiftRide is NewLiftRide for values known to be valid (tests,
+// fixtures); it panics on an invalid one.
+func MustLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID, time, liftID int32) LiftRide {
+	r, err := NewLiftRide(resortID, seasonID, dayID, skierID, time, liftID)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }
 
 // NewLiftRide validates every field and returns the ride, or an ErrInvalid
 // naming the first field that breaks a rule.
-func NewLiftRide(resortID int32, seasonID string, dayID int, skierID, time, liftID int32) (LiftRide, error) {
+func NewLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID, time, liftID int32) (LiftRide, error) {
 	if err := ValidateResortID(resortID); err != nil {
 		return LiftRide{}, err
 	}
@@ -46,33 +75,33 @@ func NewLiftRide(resortID int32, seasonID string, dayID int, skierID, time, lift
 	if liftID <= 0 {
 		return LiftRide{}, Invalid("liftID must be a positive integer, got %d", liftID)
 	}
-	return LiftRide{ResortID: resortID, SeasonID: seasonID, DayID: dayID, SkierID: skierID, Time: time, LiftID: liftID}, nil
+	return LiftRide{resortID: resortID, seasonID: seasonID, dayID: dayID, skierID: skierID, time: time, liftID: liftID}, nil
 }
 
 // Vertical is the vertical this ride climbs.
-func (r LiftRide) Vertical() int { return int(r.LiftID) * VerticalPerLift }
+func (r LiftRide) Vertical() int { return int(r.liftID) * VerticalPerLift }
 
 // Key is the ride's identity as a string, stable across processes and
 // releases: adapters use it as a message id or a deduplication key.
 // Format: resort/season/day/skier/time/lift, decimal, '/'-separated.
 func (r LiftRide) Key() string {
 	b := make([]byte, 0, 48)
-	b = strconv.AppendInt(b, int64(r.ResortID), 10)
+	b = strconv.AppendInt(b, int64(r.resortID), 10)
 	b = append(b, '/')
-	b = append(b, r.SeasonID...)
+	b = append(b, r.seasonID...)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.DayID), 10)
+	b = strconv.AppendInt(b, int64(r.dayID), 10)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.SkierID), 10)
+	b = strconv.AppendInt(b, int64(r.skierID), 10)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.Time), 10)
+	b = strconv.AppendInt(b, int64(r.time), 10)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.LiftID), 10)
+	b = strconv.AppendInt(b, int64(r.liftID), 10)
 	return string(b)
 }
 
 // ValidateResortID checks that a resort id is positive.
-func ValidateResortID(id int32) error {
+func ValidateResortID(id ResortID) error {
 	if id <= 0 {
 		return Invalid("resortID must be a positive integer, got %d", id)
 	}
@@ -80,7 +109,7 @@ func ValidateResortID(id int32) error {
 }
 
 // ValidateSkierID checks that a skier id is positive.
-func ValidateSkierID(id int32) error {
+func ValidateSkierID(id SkierID) error {
 	if id <= 0 {
 		return Invalid("skierID must be a positive integer, got %d", id)
 	}
@@ -110,3 +139,9 @@ func ParseDayID(s string) (int, error) {
 
 // FormatDayID is the inverse of ParseDayID.
 func FormatDayID(day int) string { return strconv.Itoa(day) }
+
+// CompareRidesInDay is the order of a skier's rides of a day, which every
+// store answers getSkierDayRides in: by time, then resort, then lift.
+func CompareRidesInDay(a, b LiftRide) int {
+	return cmp.Or(cmp.Compare(a.time, b.time), cmp.Compare(a.resortID, b.resortID), cmp.Compare(a.liftID, b.liftID))
+}

@@ -13,7 +13,7 @@ func TestNewLiftRideAcceptsValidRide(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valid ride rejected: %v", err)
 	}
-	want := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 366, SkierID: 7, Time: 0, LiftID: 40}
+	want := domain.MustLiftRide(1, "2024", 366, 7, 0, 40)
 	if r != want {
 		t.Errorf("NewLiftRide = %+v; want %+v", r, want)
 	}
@@ -21,12 +21,13 @@ func TestNewLiftRideAcceptsValidRide(t *testing.T) {
 
 func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 	cases := []struct {
-		name              string
-		resort            int32
-		season            string
-		day               int
-		skier, time, lift int32
-		wantInMessage     string
+		name          string
+		resort        domain.ResortID
+		season        string
+		day           int
+		skier         domain.SkierID
+		time, lift    int32
+		wantInMessage string
 	}{
 		{"resort zero", 0, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
 		{"resort negative", -3, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
@@ -55,7 +56,7 @@ func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 
 func TestVerticalIsLiftTimesTen(t *testing.T) {
 	for _, lift := range []int32{1, 7, 40} {
-		if got := (domain.LiftRide{LiftID: lift}).Vertical(); got != int(lift)*10 {
+		if got := (domain.MustLiftRide(1, "2024", 1, 1, 0, lift)).Vertical(); got != int(lift)*10 {
 			t.Errorf("Vertical of lift %d = %d; want %d", lift, got, lift*10)
 		}
 	}
@@ -86,14 +87,15 @@ func TestSeasonFromInt(t *testing.T) {
 }
 
 func TestKeyDistinguishesEveryField(t *testing.T) {
-	base := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 2, SkierID: 3, Time: 4, LiftID: 5}
-	variants := []domain.LiftRide{base, base, base, base, base, base}
-	variants[0].ResortID = 9
-	variants[1].SeasonID = "2025"
-	variants[2].DayID = 9
-	variants[3].SkierID = 9
-	variants[4].Time = 9
-	variants[5].LiftID = 9
+	base := domain.MustLiftRide(1, "2024", 2, 3, 4, 5)
+	variants := []domain.LiftRide{
+		domain.MustLiftRide(9, "2024", 2, 3, 4, 5),
+		domain.MustLiftRide(1, "2025", 2, 3, 4, 5),
+		domain.MustLiftRide(1, "2024", 9, 3, 4, 5),
+		domain.MustLiftRide(1, "2024", 2, 9, 4, 5),
+		domain.MustLiftRide(1, "2024", 2, 3, 9, 5),
+		domain.MustLiftRide(1, "2024", 2, 3, 4, 9),
+	}
 	seen := map[string]bool{base.Key(): true}
 	for _, v := range variants {
 		if seen[v.Key()] {

@@ -22,14 +22,14 @@ type ResortDaySkiers struct {
 
 // SkierSeasonDays answers "which days did the skier ski this season".
 type SkierSeasonDays struct {
-	SkierID  int32
+	SkierID  domain.SkierID
 	SeasonID string
 	DayIDs   []int
 }
 
 // SkierDay answers "what did the skier ride that day".
 type SkierDay struct {
-	SkierID   int32
+	SkierID   domain.SkierID
 	SeasonID  string
 	DayID     int
 	TotalVert int
@@ -39,20 +39,20 @@ type SkierDay struct {
 // RideQueries answers the read side of the API. Nothing to report is
 // domain.ErrNotFound with a message saying what was looked for.
 type RideQueries interface {
-	ResortDaySkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (ResortDaySkiers, error)
-	SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error)
+	ResortDaySkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (ResortDaySkiers, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error)
 	// SkierResortTotals sums the skier's vertical over the given resorts per
 	// season, keeping only the given seasons when any are given.
-	SkierResortTotals(ctx context.Context, skierID int32, resortIDs []int32, seasonIDs []string) ([]domain.SeasonVertical, error)
-	SkierSeasonDays(ctx context.Context, skierID int32, seasonID string) (SkierSeasonDays, error)
-	SkierDay(ctx context.Context, skierID int32, seasonID string, dayID int) (SkierDay, error)
+	SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error)
+	SkierSeasonDays(ctx context.Context, skierID domain.SkierID, seasonID string) (SkierSeasonDays, error)
+	SkierDay(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) (SkierDay, error)
 }
 
 // Resorts serves the reference data.
 type Resorts interface {
 	List(ctx context.Context) ([]domain.Resort, error)
-	Seasons(ctx context.Context, resortID int32) ([]string, error)
-	AddSeason(ctx context.Context, resortID int32, seasonID string) error
+	Seasons(ctx context.Context, resortID domain.ResortID) ([]string, error)
+	AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error
 }
 
 // EndpointStat is the latency summary of one route and method.

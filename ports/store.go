@@ -21,19 +21,19 @@ type RideStore interface {
 
 	// UniqueSkiers counts the distinct skiers with at least one ride at the
 	// resort on that day.
-	UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error)
+	UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error)
 	// SkierDayVertical sums the vertical of the skier's rides at the resort
 	// on that day; 0 when there are none.
-	SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error)
 	// SkierSeasonVerticals lists the skier's total vertical at the resort
 	// for every season with rides, seasons ascending.
-	SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error)
+	SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error)
 	// SkierDays lists the days of the season on which the skier rode, at any
 	// resort, ascending.
-	SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error)
+	SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error)
 	// SkierDayRides lists the skier's rides of that day at any resort,
 	// ordered by time (then resort, then lift).
-	SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error)
+	SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error)
 }
 
 // ResortStore keeps the reference data: resorts and their seasons.
@@ -45,5 +45,5 @@ type ResortStore interface {
 	PutResort(ctx context.Context, r domain.Resort) error
 	// AddSeason registers a season for an existing resort; registering it
 	// again is not an error. An unknown resort is domain.ErrNotFound.
-	AddSeason(ctx context.Context, resortID int32, seasonID string) error
+	AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error
 }

@@ -38,7 +38,7 @@ func waitForState(t *testing.T, p *Publisher, want string) {
 
 func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	ctx := context.Background()
-	ride := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}
+	ride := domain.MustLiftRide(1, "2024", 1, 1, 1, 1)
 	pub := &flakyPublisher{}
 	pub.failing.Store(true)
 	var mu sync.Mutex

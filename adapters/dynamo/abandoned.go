@@ -28,7 +28,7 @@ type AbandonedStore struct {
 // already fixes resort, season, day and skier, so time and lift are enough,
 // and keeping the key short keeps the item (400 KB at most) from filling up.
 func rideKey(r domain.LiftRide) string {
-	return strconv.Itoa(int(r.Time)) + "/" + strconv.Itoa(int(r.LiftID))
+	return strconv.Itoa(int(r.Time())) + "/" + strconv.Itoa(int(r.LiftID()))
 }
 
 // addRide appends the ride to its skier-day item, unless the item's RideKeys
@@ -58,8 +58,8 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key: item{
-			attrSkierID: numAttr(int64(r.SkierID)),
-			attrSortKey: strAttr(skierDaySortKey(r.SeasonID, r.DayID, r.ResortID)),
+			attrSkierID: numAttr(int64(r.SkierID())),
+			attrSortKey: strAttr(skierDaySortKey(r.SeasonID(), r.DayID(), r.ResortID())),
 		},
 		UpdateExpression:    aws.String(addRideUpdate),
 		ConditionExpression: aws.String(addRideCondition),
@@ -70,13 +70,13 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 		ExpressionAttributeValues: item{
 			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
 			":ride": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: item{
-				attrLiftID: numAttr(int64(r.LiftID)),
-				attrTime:   numAttr(int64(r.Time)),
+				attrLiftID: numAttr(int64(r.LiftID())),
+				attrTime:   numAttr(int64(r.Time())),
 			}}}},
-			":r":      numAttr(int64(r.ResortID)),
-			":season": strAttr(r.SeasonID),
-			":day":    numAttr(int64(r.DayID)),
-			":g":      strAttr(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID)),
+			":r":      numAttr(int64(r.ResortID())),
+			":season": strAttr(r.SeasonID()),
+			":day":    numAttr(int64(r.DayID())),
+			":g":      strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
 			":vert":   numAttr(int64(r.Vertical())),
 			":keyset": &types.AttributeValueMemberSS{Value: []string{rideKey(r)}},
 			":key":    strAttr(rideKey(r)),
@@ -97,7 +97,7 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
 			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
 				"one skier-day item holds at least %d rides (DynamoDB's 400 KB item limit): %w",
-			r.Key(), r.SkierID, r.SeasonID, r.DayID, r.ResortID, RidesPerSkierDayItem, err)}
+			r.Key(), r.SkierID(), r.SeasonID(), r.DayID(), r.ResortID(), RidesPerSkierDayItem, err)}
 	default:
 		return unavailable(fmt.Errorf("update item for ride %s: %w", r.Key(), err))
 	}
@@ -124,7 +124,7 @@ func itemTooLarge(err error) bool {
 
 // UniqueSkiers counts the resort index's entries for the day: there is one
 // item, and so one index entry, per skier, day and resort.
-func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	n := 0
 	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
 		IndexName:                 aws.String(ResortIndexName),
@@ -137,12 +137,12 @@ func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID int32, seaso
 }
 
 // SkierDayVertical reads the pre-aggregated total of one item.
-func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
 }
 
 // skierDays queries the skier's items whose sort key starts with prefix.
-func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID int32, prefix string, filterResort int32, projection []string, each func(item) error) error {
+func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID domain.SkierID, prefix string, filterResort domain.ResortID, projection []string, each func(item) error) error {
 	names := map[string]string{"#k": attrSkierID, "#sk": attrSortKey}
 	proj := make([]string, len(projection))
 	for i, p := range projection {
@@ -164,7 +164,7 @@ func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID int32
 }
 
 // SkierSeasonVerticals sums the skier's day totals at the resort per season.
-func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
 	totals := seasonTotals{}
 	if err := s.skierDays(ctx, "SkierSeasonVerticals", skierID, "", resortID, []string{attrSeasonID, attrTotalVertical}, totals.adder(attrTotalVertical)); err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID, reso
 }
 
 // SkierDays lists the days of the skier's items in the season.
-func (s *AbandonedStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
 	if err := s.skierDays(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, []string{attrDayID}, days.add); err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func (s *AbandonedStore) SkierDays(ctx context.Context, skierID int32, seasonID 
 
 // SkierDayRides unpacks the ride lists of the skier's items of the day (one
 // per resort visited).
-func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	var out []domain.LiftRide
 	err := s.skierDays(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, []string{attrResortID, attrLiftList}, func(it item) error {
 		resort, err := getNum(it, attrResortID)
@@ -207,13 +207,17 @@ func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID int32, seaso
 			if err != nil {
 				return err
 			}
-			out = append(out, domain.LiftRide{ResortID: int32(resort), SeasonID: seasonID, DayID: dayID, SkierID: skierID, Time: int32(tm), LiftID: int32(lift)})
+			r, err := domain.NewLiftRide(domain.ResortID(resort), seasonID, dayID, skierID, int32(tm), int32(lift))
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, compareRidesInDay)
+	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
 }

@@ -32,15 +32,15 @@ var errUnprocessed = errors.New("DynamoDB left items unprocessed")
 
 func rideItem(r domain.LiftRide) item {
 	return item{
-		attrSkierID:        numAttr(int64(r.SkierID)),
+		attrSkierID:        numAttr(int64(r.SkierID())),
 		attrSortKey:        strAttr(rideSortKey(r)),
-		attrResortID:       numAttr(int64(r.ResortID)),
-		attrSeasonID:       strAttr(r.SeasonID),
-		attrDayID:          numAttr(int64(r.DayID)),
-		attrTime:           numAttr(int64(r.Time)),
-		attrLiftID:         numAttr(int64(r.LiftID)),
+		attrResortID:       numAttr(int64(r.ResortID())),
+		attrSeasonID:       strAttr(r.SeasonID()),
+		attrDayID:          numAttr(int64(r.DayID())),
+		attrTime:           numAttr(int64(r.Time())),
+		attrLiftID:         numAttr(int64(r.LiftID())),
 		attrVertical:       numAttr(int64(r.Vertical())),
-		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID)),
+		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
 	}
 }
 
@@ -57,7 +57,7 @@ func itemRide(it item) (domain.LiftRide, error) {
 	if err != nil {
 		return domain.LiftRide{}, err
 	}
-	return domain.LiftRide{ResortID: int32(vals[0]), SeasonID: season, DayID: int(vals[1]), SkierID: int32(vals[2]), Time: int32(vals[3]), LiftID: int32(vals[4])}, nil
+	return domain.NewLiftRide(domain.ResortID(vals[0]), season, int(vals[1]), domain.SkierID(vals[2]), int32(vals[3]), int32(vals[4]))
 }
 
 // AddRides writes the rides as puts of 25, several requests in flight. A put
@@ -130,7 +130,7 @@ func dedupe(rides []domain.LiftRide) []domain.LiftRide {
 
 // UniqueSkiers queries the resort index for the day's entries (one per
 // ride) and counts the distinct skiers among them.
-func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	skiers := map[int64]struct{}{}
 	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
 		IndexName:              aws.String(ResortIndexName),
@@ -150,7 +150,7 @@ func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID int32, seasonI
 
 // skierRides queries the skier's rides whose sort key starts with prefix,
 // keeping those of resort when resort is not 0.
-func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID int32, prefix string, resort int32, each func(item) error) error {
+func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID domain.SkierID, prefix string, resort domain.ResortID, each func(item) error) error {
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
 		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
@@ -168,7 +168,7 @@ func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID int32,
 
 // SkierDayVertical sums the Vertical of the skier's rides of that day at
 // the resort.
-func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	total := 0
 	err := s.skierRides(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
 		v, err := getNum(it, attrVertical)
@@ -180,7 +180,7 @@ func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID int32, sea
 
 // SkierSeasonVerticals reads all the skier's rides at the resort and sums
 // them per season.
-func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
 	totals := seasonTotals{}
 	if err := s.skierRides(ctx, "SkierSeasonVerticals", skierID, "", resortID, totals.adder(attrVertical)); err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID, resort
 }
 
 // SkierDays reads the skier's rides of the season and lists their days.
-func (s *AdoptedStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
 	if err := s.skierRides(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add); err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (s *AdoptedStore) SkierDays(ctx context.Context, skierID int32, seasonID st
 }
 
 // SkierDayRides reads the skier's rides of the day.
-func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	var out []domain.LiftRide
 	err := s.skierRides(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, func(it item) error {
 		r, err := itemRide(it)
@@ -208,7 +208,7 @@ func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID int32, seasonI
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, compareRidesInDay)
+	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
 }
 
@@ -254,10 +254,4 @@ func (days daySet) sorted() []int {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// compareRidesInDay is the order ports.RideStore.SkierDayRides promises:
-// time, then resort, then lift.
-func compareRidesInDay(a, b domain.LiftRide) int {
-	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ResortID, b.ResortID), cmp.Compare(a.LiftID, b.LiftID))
 }

@@ -64,34 +64,34 @@ const (
 
 func countersRideItem(r domain.LiftRide) item {
 	return item{
-		attrSkierID:  numAttr(int64(r.SkierID)),
+		attrSkierID:  numAttr(int64(r.SkierID())),
 		attrSortKey:  strAttr(rideItemPrefix + rideSortKey(r)),
-		attrResortID: numAttr(int64(r.ResortID)),
-		attrSeasonID: strAttr(r.SeasonID),
-		attrDayID:    numAttr(int64(r.DayID)),
-		attrTime:     numAttr(int64(r.Time)),
-		attrLiftID:   numAttr(int64(r.LiftID)),
+		attrResortID: numAttr(int64(r.ResortID())),
+		attrSeasonID: strAttr(r.SeasonID()),
+		attrDayID:    numAttr(int64(r.DayID())),
+		attrTime:     numAttr(int64(r.Time())),
+		attrLiftID:   numAttr(int64(r.LiftID())),
 		attrVertical: numAttr(int64(r.Vertical())),
 	}
 }
 
 // skierDay names one skier-day item; resortDay one resort-day shard.
 type skierDay struct {
-	skier  int32
+	skier  domain.SkierID
 	season string
 	day    int
-	resort int32
+	resort domain.ResortID
 }
 
 type resortDay struct {
-	resort int32
+	resort domain.ResortID
 	season string
 	day    int
 	shard  int
 }
 
 func dayOf(r domain.LiftRide) skierDay {
-	return skierDay{skier: r.SkierID, season: r.SeasonID, day: r.DayID, resort: r.ResortID}
+	return skierDay{skier: r.SkierID(), season: r.SeasonID(), day: r.DayID(), resort: r.ResortID()}
 }
 
 func (d skierDay) shard() resortDay {
@@ -265,7 +265,7 @@ func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []
 // addToResortDays runs phase 3: one conditional update per resort-day
 // shard adding the skiers not yet in it.
 func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) error {
-	groups := map[resortDay][]int32{}
+	groups := map[resortDay][]domain.SkierID{}
 	var order []resortDay
 	for _, d := range days {
 		rd := d.shard()
@@ -289,7 +289,7 @@ func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) er
 					return nil // counted already
 				}
 				for _, skier := range chunk {
-					if err := s.updateResortDay(gctx, rd, []int32{skier}); err != nil && !conditionFailed(err) {
+					if err := s.updateResortDay(gctx, rd, []domain.SkierID{skier}); err != nil && !conditionFailed(err) {
 						return err
 					}
 				}
@@ -303,7 +303,7 @@ func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) er
 // updateResortDay adds the skiers to a shard's set and its count, unless
 // one of them is in the set already: set and count change together or not
 // at all.
-func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skiers []int32) error {
+func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skiers []domain.SkierID) error {
 	values := item{":n": numAttr(int64(len(skiers)))}
 	ids := make([]string, len(skiers))
 	conds := make([]string, len(skiers))
@@ -344,7 +344,7 @@ func conditionFailed(err error) bool {
 
 // UniqueSkiers sums the SkierCount of the resort-day's shards: one Query
 // of at most ResortDayShards small items, whatever the number of rides.
-func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	n := 0
 	err := s.resortDays.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#r = :r AND begins_with(#sk, :day)"),
@@ -360,13 +360,13 @@ func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID int32, season
 }
 
 // SkierDayVertical reads one skier-day item's TotalVertical.
-func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
 }
 
 // skierItems queries the skier's items whose sort key starts with prefix
 // (which also picks the kind: rideItemPrefix or dayItemPrefix).
-func (s *CountersStore) skierItems(ctx context.Context, op string, skierID int32, prefix string, resort int32, projection string, each func(item) error) error {
+func (s *CountersStore) skierItems(ctx context.Context, op string, skierID domain.SkierID, prefix string, resort domain.ResortID, projection string, each func(item) error) error {
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
 		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
@@ -391,7 +391,7 @@ func (s *CountersStore) skierItems(ctx context.Context, op string, skierID int32
 
 // SkierSeasonVerticals sums the skier's skier-day totals at the resort per
 // season: one small item per day skied instead of every ride.
-func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
 	totals := seasonTotals{}
 	err := s.skierItems(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, resortID,
 		attrSeasonID+","+attrTotalVertical, totals.adder(attrTotalVertical))
@@ -402,7 +402,7 @@ func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID, resor
 }
 
 // SkierDays lists the days of the skier's skier-day items in the season.
-func (s *CountersStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
 	if err := s.skierItems(ctx, "SkierDays", skierID, dayItemPrefix+seasonPrefix(seasonID), 0, attrDayID, days.add); err != nil {
 		return nil, err
@@ -411,7 +411,7 @@ func (s *CountersStore) SkierDays(ctx context.Context, skierID int32, seasonID s
 }
 
 // SkierDayRides reads the skier's ride items of the day.
-func (s *CountersStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *CountersStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	var out []domain.LiftRide
 	err := s.skierItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(seasonID, dayID), 0, "", func(it item) error {
 		r, err := itemRide(it)
@@ -421,7 +421,7 @@ func (s *CountersStore) SkierDayRides(ctx context.Context, skierID int32, season
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, compareRidesInDay)
+	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
 }
 

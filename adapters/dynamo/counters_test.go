@@ -36,15 +36,15 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 	t.Helper()
 	ctx := dynamotest.Context(t)
 	type rd struct {
-		resort int32
+		resort domain.ResortID
 		day    int
 	}
 	type sd struct {
-		resort int32
+		resort domain.ResortID
 		day    int
-		skier  int32
+		skier  domain.SkierID
 	}
-	skiers := map[rd]map[int32]bool{}
+	skiers := map[rd]map[domain.SkierID]bool{}
 	vert := map[sd]int{}
 	seen := map[domain.LiftRide]bool{}
 	for _, r := range rides {
@@ -52,12 +52,12 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 			continue
 		}
 		seen[r] = true
-		k := rd{r.ResortID, r.DayID}
+		k := rd{r.ResortID(), r.DayID()}
 		if skiers[k] == nil {
-			skiers[k] = map[int32]bool{}
+			skiers[k] = map[domain.SkierID]bool{}
 		}
-		skiers[k][r.SkierID] = true
-		vert[sd{r.ResortID, r.DayID, r.SkierID}] += r.Vertical()
+		skiers[k][r.SkierID()] = true
+		vert[sd{r.ResortID(), r.DayID(), r.SkierID()}] += r.Vertical()
 	}
 	for k, set := range skiers {
 		if n, err := s.UniqueSkiers(ctx, k.resort, "2024", k.day); err != nil || n != len(set) {
@@ -113,7 +113,7 @@ func TestCountersConcurrentWritersCountOnce(t *testing.T) {
 	var rides []domain.LiftRide
 	for skier := int32(1); skier <= 40; skier++ {
 		for tm := int32(1); tm <= 3; tm++ {
-			rides = append(rides, mustRide(t, 1+skier%2, "2024", 1, skier, tm, skier%10+1))
+			rides = append(rides, mustRide(t, domain.ResortID(1+skier%2), "2024", 1, domain.SkierID(skier), tm, skier%10+1))
 		}
 	}
 	var wg sync.WaitGroup

@@ -85,7 +85,7 @@ func TestResortStoreContract(t *testing.T) {
 	}
 }
 
-func mustRide(t *testing.T, resort int32, season string, day int, skier, tm, lift int32) domain.LiftRide {
+func mustRide(t *testing.T, resort domain.ResortID, season string, day int, skier domain.SkierID, tm, lift int32) domain.LiftRide {
 	t.Helper()
 	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestQueriesFollowEveryPage(t *testing.T) {
 			s := rideStore(t, model, func(c *dynamo.Config) { c.PageLimit = 2 })
 			ctx := dynamotest.Context(t)
 			var rides []domain.LiftRide
-			for skier := int32(1); skier <= 7; skier++ {
+			for skier := domain.SkierID(1); skier <= 7; skier++ {
 				for day := 1; day <= 3; day++ {
 					rides = append(rides, mustRide(t, 1, "2024", day, skier, int32(10*day), 2))
 				}

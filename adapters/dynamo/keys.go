@@ -25,17 +25,17 @@ func seasonPrefix(season string) string { return season + "#" }
 // written again lands on the same item. Time comes before lift and resort so
 // a skier's day reads back in time order.
 func rideSortKey(r domain.LiftRide) string {
-	return fmt.Sprintf("%s#%03d#%010d#%010d#%010d", r.SeasonID, r.DayID, r.Time, r.LiftID, r.ResortID)
+	return fmt.Sprintf("%s#%03d#%010d#%010d#%010d", r.SeasonID(), r.DayID(), r.Time(), r.LiftID(), r.ResortID())
 }
 
 // skierDaySortKey is the abandoned model's sort key: one item per skier,
 // day and resort (a skier can ride at two resorts on one day).
-func skierDaySortKey(season string, day int, resort int32) string {
+func skierDaySortKey(season string, day int, resort domain.ResortID) string {
 	return fmt.Sprintf("%s#%03d#%010d", season, day, resort)
 }
 
 // seasonDaySkier is the GSI sort key of both models.
-func seasonDaySkier(season string, day int, skier int32) string {
+func seasonDaySkier(season string, day int, skier domain.SkierID) string {
 	return fmt.Sprintf("%s#%03d#%010d", season, day, skier)
 }
 

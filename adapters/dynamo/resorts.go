@@ -42,7 +42,7 @@ func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
 			if err != nil {
 				return err
 			}
-			r := domain.Resort{ID: int32(id), Name: name}
+			r := domain.Resort{ID: domain.ResortID(id), Name: name}
 			if ss, ok := it[attrSeasons].(*types.AttributeValueMemberSS); ok {
 				r.Seasons = slices.Sorted(slices.Values(ss.Value))
 			}
@@ -83,7 +83,7 @@ func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
 
 // AddSeason adds the season to an existing resort's set; the condition
 // keeps it from creating a nameless resort.
-func (s *ResortStore) AddSeason(ctx context.Context, resortID int32, seasonID string) error {
+func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       item{attrResortID: numAttr(int64(resortID))},

@@ -32,7 +32,7 @@ func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideReq
 	if req.Body.LiftID == nil {
 		return nil, domain.Invalid(`liftID is required: send a body like {"time":217,"liftID":21}`)
 	}
-	ride, err := domain.NewLiftRide(req.ResortID, req.SeasonID, day, req.SkierID, *req.Body.Time, *req.Body.LiftID)
+	ride, err := domain.NewLiftRide(domain.ResortID(req.ResortID), req.SeasonID, day, domain.SkierID(req.SkierID), *req.Body.Time, *req.Body.LiftID)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (h *Handlers) GetSkierDayVertical(ctx context.Context, req GetSkierDayVerti
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.Queries.SkierDayVertical(ctx, req.ResortID, req.SeasonID, day, req.SkierID)
+	v, err := h.Queries.SkierDayVertical(ctx, domain.ResortID(req.ResortID), req.SeasonID, day, domain.SkierID(req.SkierID))
 	if err != nil {
 		return nil, err
 	}
@@ -60,19 +60,19 @@ func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortT
 	if len(req.Params.Resort) == 0 {
 		return nil, domain.Invalid("query parameter resort is required, e.g. ?resort=1")
 	}
-	resorts := make([]int32, 0, len(req.Params.Resort))
+	resorts := make([]domain.ResortID, 0, len(req.Params.Resort))
 	for _, s := range req.Params.Resort {
 		id, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
 			return nil, domain.Invalid("resort must be a resort id (a positive integer), got %q", s)
 		}
-		resorts = append(resorts, int32(id))
+		resorts = append(resorts, domain.ResortID(id))
 	}
 	var seasons []string
 	if req.Params.Season != nil {
 		seasons = *req.Params.Season
 	}
-	totals, err := h.Queries.SkierResortTotals(ctx, req.SkierID, resorts, seasons)
+	totals, err := h.Queries.SkierResortTotals(ctx, domain.SkierID(req.SkierID), resorts, seasons)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +85,11 @@ func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortT
 
 // GetSkierSeasonDays lists the days a skier skied in a season.
 func (h *Handlers) GetSkierSeasonDays(ctx context.Context, req GetSkierSeasonDaysRequestObject) (GetSkierSeasonDaysResponseObject, error) {
-	days, err := h.Queries.SkierSeasonDays(ctx, req.SkierID, req.SeasonID)
+	days, err := h.Queries.SkierSeasonDays(ctx, domain.SkierID(req.SkierID), req.SeasonID)
 	if err != nil {
 		return nil, err
 	}
-	out := SkierSeasonDays{SkierID: days.SkierID, SeasonID: days.SeasonID, DaysSkied: len(days.DayIDs), DayIDs: make([]string, len(days.DayIDs))}
+	out := SkierSeasonDays{SkierID: int32(days.SkierID), SeasonID: days.SeasonID, DaysSkied: len(days.DayIDs), DayIDs: make([]string, len(days.DayIDs))}
 	for i, d := range days.DayIDs {
 		out.DayIDs[i] = domain.FormatDayID(d)
 	}
@@ -102,13 +102,13 @@ func (h *Handlers) GetSkierDayRides(ctx context.Context, req GetSkierDayRidesReq
 	if err != nil {
 		return nil, err
 	}
-	sd, err := h.Queries.SkierDay(ctx, req.SkierID, req.SeasonID, day)
+	sd, err := h.Queries.SkierDay(ctx, domain.SkierID(req.SkierID), req.SeasonID, day)
 	if err != nil {
 		return nil, err
 	}
-	out := SkierDayRides{SkierID: sd.SkierID, SeasonID: sd.SeasonID, DayID: domain.FormatDayID(sd.DayID), TotalVert: sd.TotalVert, Rides: make([]RideOfDay, len(sd.Rides))}
+	out := SkierDayRides{SkierID: int32(sd.SkierID), SeasonID: sd.SeasonID, DayID: domain.FormatDayID(sd.DayID), TotalVert: sd.TotalVert, Rides: make([]RideOfDay, len(sd.Rides))}
 	for i, r := range sd.Rides {
-		out.Rides[i] = RideOfDay{Time: r.Time, LiftID: r.LiftID, ResortID: r.ResortID, Vertical: r.Vertical()}
+		out.Rides[i] = RideOfDay{Time: r.Time(), LiftID: r.LiftID(), ResortID: int32(r.ResortID()), Vertical: r.Vertical()}
 	}
 	return GetSkierDayRides200JSONResponse(out), nil
 }
@@ -121,17 +121,17 @@ func (h *Handlers) GetResorts(ctx context.Context, _ GetResortsRequestObject) (G
 	}
 	out := ResortsList{Resorts: make([]ResortEntry, len(rs))}
 	for i, r := range rs {
-		out.Resorts[i] = ResortEntry{ResortID: r.ID, ResortName: r.Name}
+		out.Resorts[i] = ResortEntry{ResortID: int32(r.ID), ResortName: r.Name}
 	}
 	return GetResorts200JSONResponse(out), nil
 }
 
 // GetResortSeasons lists a resort's seasons.
 func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsRequestObject) (GetResortSeasonsResponseObject, error) {
-	if err := domain.ValidateResortID(req.ResortID); err != nil {
+	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
 		return nil, err
 	}
-	seasons, err := h.Resorts.Seasons(ctx, req.ResortID)
+	seasons, err := h.Resorts.Seasons(ctx, domain.ResortID(req.ResortID))
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsReq
 
 // AddSeason registers a season for a resort.
 func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (AddSeasonResponseObject, error) {
-	if err := domain.ValidateResortID(req.ResortID); err != nil {
+	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
 		return nil, err
 	}
 	if req.Body == nil || req.Body.Year == nil {
@@ -149,7 +149,7 @@ func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (A
 	if err := domain.ValidateSeasonID(*req.Body.Year); err != nil {
 		return nil, err
 	}
-	if err := h.Resorts.AddSeason(ctx, req.ResortID, *req.Body.Year); err != nil {
+	if err := h.Resorts.AddSeason(ctx, domain.ResortID(req.ResortID), *req.Body.Year); err != nil {
 		return nil, err
 	}
 	return AddSeason201Response{}, nil
@@ -157,7 +157,7 @@ func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (A
 
 // GetResortSkiersDay counts a resort's unique skiers on a day.
 func (h *Handlers) GetResortSkiersDay(ctx context.Context, req GetResortSkiersDayRequestObject) (GetResortSkiersDayResponseObject, error) {
-	if err := domain.ValidateResortID(req.ResortID); err != nil {
+	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
 		return nil, err
 	}
 	season, err := domain.SeasonFromInt(req.SeasonID)
@@ -167,7 +167,7 @@ func (h *Handlers) GetResortSkiersDay(ctx context.Context, req GetResortSkiersDa
 	if err := domain.ValidateDayID(int(req.DayID)); err != nil {
 		return nil, err
 	}
-	n, err := h.Queries.ResortDaySkiers(ctx, req.ResortID, season, int(req.DayID))
+	n, err := h.Queries.ResortDaySkiers(ctx, domain.ResortID(req.ResortID), season, int(req.DayID))
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func TestAcceptedRideReachesIngestValidated(t *testing.T) {
 	var got domain.LiftRide
 	srv := serve(t, func(_ context.Context, r domain.LiftRide) error { got = r; return nil }, &statsRec{})
 	resp, _ := postRide(t, srv)
-	want := domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 2, Time: 1, LiftID: 2}
+	want := domain.MustLiftRide(1, "2024", 1, 2, 1, 2)
 	if resp.StatusCode != 201 || got != want {
 		t.Errorf("status %d, ingested %+v; want 201 and %+v", resp.StatusCode, got, want)
 	}

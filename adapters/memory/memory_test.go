@@ -27,7 +27,7 @@ func BenchmarkAddRides(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	rides := make([]domain.LiftRide, 200_000)
 	for i := range rides {
-		r, err := domain.NewLiftRide(rng.Int32N(10)+1, "2025", rng.IntN(10)+1, rng.Int32N(100_000)+1, rng.Int32N(360), rng.Int32N(40)+1)
+		r, err := domain.NewLiftRide(domain.ResortID(rng.Int32N(10)+1), "2025", rng.IntN(10)+1, domain.SkierID(rng.Int32N(100_000)+1), rng.Int32N(360), rng.Int32N(40)+1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,14 +13,14 @@ import (
 // ResortStore keeps the reference data in a map.
 type ResortStore struct {
 	mu      sync.Mutex
-	resorts map[int32]domain.Resort
+	resorts map[domain.ResortID]domain.Resort
 }
 
 var _ ports.ResortStore = (*ResortStore)(nil)
 
 // NewResortStore returns an empty resort store.
 func NewResortStore() *ResortStore {
-	return &ResortStore{resorts: map[int32]domain.Resort{}}
+	return &ResortStore{resorts: map[domain.ResortID]domain.Resort{}}
 }
 
 // Resorts implements ports.ResortStore.
@@ -49,7 +49,7 @@ func (s *ResortStore) PutResort(_ context.Context, r domain.Resort) error {
 }
 
 // AddSeason implements ports.ResortStore.
-func (s *ResortStore) AddSeason(_ context.Context, resortID int32, seasonID string) error {
+func (s *ResortStore) AddSeason(_ context.Context, resortID domain.ResortID, seasonID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.resorts[resortID]

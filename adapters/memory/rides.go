@@ -11,25 +11,25 @@ import (
 )
 
 type resortDay struct {
-	resort int32
+	resort domain.ResortID
 	season string
 	day    int
 }
 
 type skierDay struct {
-	skier  int32
+	skier  domain.SkierID
 	season string
 	day    int
 }
 
 type skierSeason struct {
-	skier  int32
+	skier  domain.SkierID
 	season string
 }
 
 type skierResort struct {
-	skier  int32
-	resort int32
+	skier  domain.SkierID
+	resort domain.ResortID
 }
 
 // RideStore keeps rides in maps, with one index per query so that every read
@@ -44,7 +44,7 @@ type skierResort struct {
 type RideStore struct {
 	mu       sync.RWMutex
 	seen     map[domain.LiftRide]struct{}
-	skiers   map[resortDay]map[int32]struct{}
+	skiers   map[resortDay]map[domain.SkierID]struct{}
 	dayRides map[skierDay][]domain.LiftRide
 	days     map[skierSeason][]int                   // ascending, distinct
 	seasons  map[skierResort][]domain.SeasonVertical // ascending by season
@@ -56,7 +56,7 @@ var _ ports.RideStore = (*RideStore)(nil)
 func NewRideStore() *RideStore {
 	return &RideStore{
 		seen:     map[domain.LiftRide]struct{}{},
-		skiers:   map[resortDay]map[int32]struct{}{},
+		skiers:   map[resortDay]map[domain.SkierID]struct{}{},
 		dayRides: map[skierDay][]domain.LiftRide{},
 		days:     map[skierSeason][]int{},
 		seasons:  map[skierResort][]domain.SeasonVertical{},
@@ -75,46 +75,46 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 			continue
 		}
 		s.seen[r] = struct{}{}
-		rd := resortDay{r.ResortID, r.SeasonID, r.DayID}
+		rd := resortDay{r.ResortID(), r.SeasonID(), r.DayID()}
 		if s.skiers[rd] == nil {
-			s.skiers[rd] = map[int32]struct{}{}
+			s.skiers[rd] = map[domain.SkierID]struct{}{}
 		}
-		s.skiers[rd][r.SkierID] = struct{}{}
-		sd := skierDay{r.SkierID, r.SeasonID, r.DayID}
+		s.skiers[rd][r.SkierID()] = struct{}{}
+		sd := skierDay{r.SkierID(), r.SeasonID(), r.DayID()}
 		s.dayRides[sd] = append(s.dayRides[sd], r)
-		ss := skierSeason{r.SkierID, r.SeasonID}
+		ss := skierSeason{r.SkierID(), r.SeasonID()}
 		days := s.days[ss]
-		if i, found := slices.BinarySearch(days, r.DayID); !found {
-			s.days[ss] = slices.Insert(days, i, r.DayID)
+		if i, found := slices.BinarySearch(days, r.DayID()); !found {
+			s.days[ss] = slices.Insert(days, i, r.DayID())
 		}
-		sr := skierResort{r.SkierID, r.ResortID}
+		sr := skierResort{r.SkierID(), r.ResortID()}
 		vs := s.seasons[sr]
-		i, found := slices.BinarySearchFunc(vs, r.SeasonID, func(v domain.SeasonVertical, season string) int {
+		i, found := slices.BinarySearchFunc(vs, r.SeasonID(), func(v domain.SeasonVertical, season string) int {
 			return cmp.Compare(v.SeasonID, season)
 		})
 		if found {
 			vs[i].TotalVert += r.Vertical()
 		} else {
-			s.seasons[sr] = slices.Insert(vs, i, domain.SeasonVertical{SeasonID: r.SeasonID, TotalVert: r.Vertical()})
+			s.seasons[sr] = slices.Insert(vs, i, domain.SeasonVertical{SeasonID: r.SeasonID(), TotalVert: r.Vertical()})
 		}
 	}
 	return nil
 }
 
 // UniqueSkiers implements ports.RideStore.
-func (s *RideStore) UniqueSkiers(_ context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.skiers[resortDay{resortID, seasonID, dayID}]), nil
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(_ context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	total := 0
 	for _, r := range s.dayRides[skierDay{skierID, seasonID, dayID}] {
-		if r.ResortID == resortID {
+		if r.ResortID() == resortID {
 			total += r.Vertical()
 		}
 	}
@@ -122,30 +122,24 @@ func (s *RideStore) SkierDayVertical(_ context.Context, resortID int32, seasonID
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
-func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.seasons[skierResort{skierID, resortID}]), nil // kept sorted by AddRides
 }
 
 // SkierDays implements ports.RideStore.
-func (s *RideStore) SkierDays(_ context.Context, skierID int32, seasonID string) ([]int, error) {
+func (s *RideStore) SkierDays(_ context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.days[skierSeason{skierID, seasonID}]), nil // kept sorted by AddRides
 }
 
 // SkierDayRides implements ports.RideStore.
-func (s *RideStore) SkierDayRides(_ context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *RideStore) SkierDayRides(_ context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	s.mu.RLock()
 	out := slices.Clone(s.dayRides[skierDay{skierID, seasonID, dayID}])
 	s.mu.RUnlock()
-	slices.SortFunc(out, CompareRidesInDay)
+	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
-}
-
-// CompareRidesInDay orders a skier's rides of one day: by time, then resort,
-// then lift (the order ports.RideStore.SkierDayRides promises).
-func CompareRidesInDay(a, b domain.LiftRide) int {
-	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ResortID, b.ResortID), cmp.Compare(a.LiftID, b.LiftID))
 }

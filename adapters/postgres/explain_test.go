@@ -30,18 +30,18 @@ func TestQueriesUseIndexesNotSeqScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rides[0]
-	season, _ := seasonNumber(r.SeasonID)
-	day := int16(r.DayID)
+	season, _ := seasonNumber(r.SeasonID())
+	day := int16(r.DayID())
 	queries := []struct {
 		name, sql string
 		indexes   []string // any of them will do: the planner picks by cost
 		args      []any
 	}{
-		{"UniqueSkiers", queryUniqueSkiers, []string{"rides_resort_day"}, []any{r.ResortID, season, day}},
-		{"SkierDayVertical", querySkierDayVertical, []string{"rides_identity", "rides_skier_resort"}, []any{r.SkierID, season, day, r.ResortID}},
-		{"SkierSeasonVerticals", querySkierSeasonVerticals, []string{"rides_skier_resort"}, []any{r.SkierID, r.ResortID}},
-		{"SkierDays", querySkierDays, []string{"rides_identity"}, []any{r.SkierID, season}},
-		{"SkierDayRides", querySkierDayRides, []string{"rides_identity"}, []any{r.SkierID, season, day}},
+		{"UniqueSkiers", queryUniqueSkiers, []string{"rides_resort_day"}, []any{r.ResortID(), season, day}},
+		{"SkierDayVertical", querySkierDayVertical, []string{"rides_identity", "rides_skier_resort"}, []any{r.SkierID(), season, day, r.ResortID()}},
+		{"SkierSeasonVerticals", querySkierSeasonVerticals, []string{"rides_skier_resort"}, []any{r.SkierID(), r.ResortID()}},
+		{"SkierDays", querySkierDays, []string{"rides_identity"}, []any{r.SkierID(), season}},
+		{"SkierDayRides", querySkierDayRides, []string{"rides_identity"}, []any{r.SkierID(), season, day}},
 	}
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {

@@ -49,7 +49,7 @@ func TestAddRidesConnectionFailureIsUnavailable(t *testing.T) {
 	}
 	defer pool.Close()
 	store := &RideStore{pool: pool}
-	err = store.AddRides(testCtx(t, 10*time.Second), []domain.LiftRide{{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}})
+	err = store.AddRides(testCtx(t, 10*time.Second), []domain.LiftRide{domain.MustLiftRide(1, "2024", 1, 1, 1, 1)})
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("AddRides with the database gone = %v; want domain.ErrUnavailable", err)
 	}
@@ -71,7 +71,7 @@ func TestAddRidesStatementTimeoutIsUnavailable(t *testing.T) {
 	if _, err := lock.Exec(ctx, `LOCK TABLE rides IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	err = db.Rides().AddRides(ctx, []domain.LiftRide{{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}})
+	err = db.Rides().AddRides(ctx, []domain.LiftRide{domain.MustLiftRide(1, "2024", 1, 1, 1, 1)})
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("AddRides past the statement timeout = %v; want domain.ErrUnavailable", err)
 	}
@@ -81,7 +81,7 @@ func TestAddRidesCancelledContextIsNotUnavailable(t *testing.T) {
 	db := openTestDB(t, Config{MaxConns: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := db.Rides().AddRides(ctx, []domain.LiftRide{{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: 1, Time: 1, LiftID: 1}})
+	err := db.Rides().AddRides(ctx, []domain.LiftRide{domain.MustLiftRide(1, "2024", 1, 1, 1, 1)})
 	if err == nil || errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("AddRides with a cancelled context = %v; want an error that is not ErrUnavailable", err)
 	}

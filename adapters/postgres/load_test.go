@@ -17,14 +17,7 @@ func loadRides(seed uint64, n, dupes int) []domain.LiftRide {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	rides := make([]domain.LiftRide, 0, n+dupes)
 	for range n {
-		rides = append(rides, domain.LiftRide{
-			ResortID: 1 + rng.Int32N(10),
-			SeasonID: []string{"2024", "2025"}[rng.IntN(2)],
-			DayID:    1 + rng.IntN(30),
-			SkierID:  1 + rng.Int32N(20000),
-			Time:     rng.Int32N(360),
-			LiftID:   1 + rng.Int32N(40),
-		})
+		rides = append(rides, domain.MustLiftRide(domain.ResortID(1+rng.Int32N(10)), []string{"2024", "2025"}[rng.IntN(2)], 1+rng.IntN(30), domain.SkierID(1+rng.Int32N(20000)), rng.Int32N(360), 1+rng.Int32N(40)))
 	}
 	for range dupes {
 		rides = append(rides, rides[rng.IntN(n)])
@@ -82,19 +75,19 @@ func TestLoad200kRidesEachCountedOnce(t *testing.T) {
 	}
 
 	type resortDay struct {
-		resort int32
+		resort domain.ResortID
 		season string
 		day    int
 	}
 	distinct := map[domain.LiftRide]bool{}
-	skiers := map[resortDay]map[int32]bool{}
+	skiers := map[resortDay]map[domain.SkierID]bool{}
 	for _, r := range rides {
 		distinct[r] = true
-		k := resortDay{r.ResortID, r.SeasonID, r.DayID}
+		k := resortDay{r.ResortID(), r.SeasonID(), r.DayID()}
 		if skiers[k] == nil {
-			skiers[k] = map[int32]bool{}
+			skiers[k] = map[domain.SkierID]bool{}
 		}
-		skiers[k][r.SkierID] = true
+		skiers[k][r.SkierID()] = true
 	}
 
 	n, err := db.CountRides(ctx)

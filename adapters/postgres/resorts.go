@@ -76,7 +76,7 @@ ON CONFLICT DO NOTHING`, r.ID, seasons)
 }
 
 // AddSeason implements ports.ResortStore.
-func (s *ResortStore) AddSeason(ctx context.Context, resortID int32, seasonID string) error {
+func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
 	season, ok := seasonNumber(seasonID)
 	if !ok {
 		return domain.Invalid("postgres: season %q is not a four-digit year", seasonID)

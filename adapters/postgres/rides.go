@@ -48,15 +48,15 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 	resorts, seasons, days := make([]int32, n), make([]int16, n), make([]int16, n)
 	skiers, times, lifts := make([]int32, n), make([]int32, n), make([]int32, n)
 	for i, r := range sorted {
-		season, ok := seasonNumber(r.SeasonID)
+		season, ok := seasonNumber(r.SeasonID())
 		if !ok {
 			return domain.Invalid("postgres: ride %s has a season that is not a four-digit year", r.Key())
 		}
-		if err := domain.ValidateDayID(r.DayID); err != nil {
+		if err := domain.ValidateDayID(r.DayID()); err != nil {
 			return fmt.Errorf("postgres: ride %s: %w", r.Key(), err)
 		}
-		resorts[i], seasons[i], days[i] = r.ResortID, season, int16(r.DayID)
-		skiers[i], times[i], lifts[i] = r.SkierID, r.Time, r.LiftID
+		resorts[i], seasons[i], days[i] = int32(r.ResortID()), season, int16(r.DayID())
+		skiers[i], times[i], lifts[i] = int32(r.SkierID()), r.Time(), r.LiftID()
 	}
 	_, err := s.pool.Exec(ctx, insertRides, resorts, seasons, days, skiers, times, lifts)
 	return classify(ctx, fmt.Sprintf("postgres: add batch of %d rides", len(rides)), err)
@@ -65,12 +65,12 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 // compareIdentity orders rides as the rides_identity primary key does.
 func compareIdentity(a, b domain.LiftRide) int {
 	return cmp.Or(
-		cmp.Compare(a.SkierID, b.SkierID),
-		cmp.Compare(a.SeasonID, b.SeasonID), // four digits: text order is number order
-		cmp.Compare(a.DayID, b.DayID),
-		cmp.Compare(a.Time, b.Time),
-		cmp.Compare(a.ResortID, b.ResortID),
-		cmp.Compare(a.LiftID, b.LiftID),
+		cmp.Compare(a.SkierID(), b.SkierID()),
+		cmp.Compare(a.SeasonID(), b.SeasonID()), // four digits: text order is number order
+		cmp.Compare(a.DayID(), b.DayID()),
+		cmp.Compare(a.Time(), b.Time()),
+		cmp.Compare(a.ResortID(), b.ResortID()),
+		cmp.Compare(a.LiftID(), b.LiftID()),
 	)
 }
 
@@ -114,7 +114,7 @@ ORDER BY ride_time, resort_id, lift_id`
 )
 
 // UniqueSkiers implements ports.RideStore.
-func (s *RideStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID string, dayID int) (int, error) {
+func (s *RideStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok || domain.ValidateDayID(dayID) != nil {
 		return 0, nil
@@ -128,7 +128,7 @@ func (s *RideStore) UniqueSkiers(ctx context.Context, resortID int32, seasonID s
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(ctx context.Context, resortID int32, seasonID string, dayID int, skierID int32) (int, error) {
+func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok || domain.ValidateDayID(dayID) != nil {
 		return 0, nil
@@ -142,7 +142,7 @@ func (s *RideStore) SkierDayVertical(ctx context.Context, resortID int32, season
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
-func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID int32) ([]domain.SeasonVertical, error) {
+func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
 	rows, err := s.pool.Query(ctx, querySkierSeasonVerticals, skierID, resortID)
 	if err == nil {
 		var out []domain.SeasonVertical
@@ -160,7 +160,7 @@ func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID, resortID 
 }
 
 // SkierDays implements ports.RideStore.
-func (s *RideStore) SkierDays(ctx context.Context, skierID int32, seasonID string) ([]int, error) {
+func (s *RideStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok {
 		return nil, nil
@@ -181,7 +181,7 @@ func (s *RideStore) SkierDays(ctx context.Context, skierID int32, seasonID strin
 }
 
 // SkierDayRides implements ports.RideStore.
-func (s *RideStore) SkierDayRides(ctx context.Context, skierID int32, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *RideStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok || domain.ValidateDayID(dayID) != nil {
 		return nil, nil
@@ -190,9 +190,11 @@ func (s *RideStore) SkierDayRides(ctx context.Context, skierID int32, seasonID s
 	if err == nil {
 		var out []domain.LiftRide
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.LiftRide, error) {
-			r := domain.LiftRide{SeasonID: seasonID, DayID: dayID, SkierID: skierID}
-			err := row.Scan(&r.ResortID, &r.Time, &r.LiftID)
-			return r, err
+			var resort, tm, lift int32
+			if err := row.Scan(&resort, &tm, &lift); err != nil {
+				return domain.LiftRide{}, err
+			}
+			return domain.NewLiftRide(domain.ResortID(resort), seasonID, dayID, skierID, tm, lift)
 		})
 		if err == nil {
 			return out, nil

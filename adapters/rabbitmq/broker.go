@@ -245,7 +245,7 @@ func (b *Broker) keepPublisher(ctx context.Context, s *pubSession) {
 // confirm. Many publishes are in flight at once: they are spread over a pool
 // of channels and each waits only for its own confirm.
 func (b *Broker) Publish(ctx context.Context, ride domain.LiftRide) error {
-	queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID))
+	queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID()))
 	return b.publishRaw(ctx, queue, ride.Key(), encodeRide(ride), nil)
 }
 

@@ -27,12 +27,12 @@ const (
 func encodeRide(r domain.LiftRide) []byte {
 	b := make([]byte, bodyLen)
 	b[0] = bodyVersion
-	binary.BigEndian.PutUint32(b[1:], uint32(r.ResortID))
-	copy(b[5:9], r.SeasonID)
-	binary.BigEndian.PutUint16(b[9:], uint16(r.DayID))
-	binary.BigEndian.PutUint32(b[11:], uint32(r.SkierID))
-	binary.BigEndian.PutUint32(b[15:], uint32(r.Time))
-	binary.BigEndian.PutUint32(b[19:], uint32(r.LiftID))
+	binary.BigEndian.PutUint32(b[1:], uint32(r.ResortID()))
+	copy(b[5:9], r.SeasonID())
+	binary.BigEndian.PutUint16(b[9:], uint16(r.DayID()))
+	binary.BigEndian.PutUint32(b[11:], uint32(r.SkierID()))
+	binary.BigEndian.PutUint32(b[15:], uint32(r.Time()))
+	binary.BigEndian.PutUint32(b[19:], uint32(r.LiftID()))
 	return b
 }
 
@@ -43,10 +43,10 @@ func decodeRide(b []byte) (domain.LiftRide, error) {
 		return domain.LiftRide{}, fmt.Errorf("not a version-%d ride body (%d bytes)", bodyVersion, len(b))
 	}
 	r, err := domain.NewLiftRide(
-		int32(binary.BigEndian.Uint32(b[1:])),
+		domain.ResortID(binary.BigEndian.Uint32(b[1:])),
 		string(b[5:9]),
 		int(binary.BigEndian.Uint16(b[9:])),
-		int32(binary.BigEndian.Uint32(b[11:])),
+		domain.SkierID(binary.BigEndian.Uint32(b[11:])),
 		int32(binary.BigEndian.Uint32(b[15:])),
 		int32(binary.BigEndian.Uint32(b[19:])),
 	)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/redact"
+	"github.com/skidata/skidata/domain"
 )
 
 // Queue types the adapter can declare.
@@ -102,7 +103,7 @@ func (c Config) DeadLetterExchange() string { return c.Prefix + ".dlx" }
 func (c Config) DeadLetterQueue() string { return c.Prefix + ".dlq" }
 
 // shardOf keeps one skier's rides in one queue, hence in order.
-func (c Config) shardOf(skierID int32) int { return int(uint32(skierID) % uint32(c.Shards)) }
+func (c Config) shardOf(skierID domain.SkierID) int { return int(uint32(skierID) % uint32(c.Shards)) }
 
 // perShardMaxLength rounds up so the shards together hold at least MaxLength.
 func (c Config) perShardMaxLength() int {

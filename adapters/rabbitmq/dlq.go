@@ -99,7 +99,7 @@ func (b *Broker) DLQReplay(ctx context.Context) (int, error) {
 			if err != nil {
 				continue // left unacked: back in the DLQ when the channel closes
 			}
-			queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID))
+			queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID()))
 			if err := b.publishRaw(ctx, queue, ride.Key(), m.Body, nil); err != nil {
 				return fmt.Errorf("replay %s: %w", ride.Key(), err)
 			}

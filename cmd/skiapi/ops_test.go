@@ -118,9 +118,9 @@ func TestDLQListThenReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	rides := []domain.LiftRide{
-		{ResortID: 1, SeasonID: "2025", DayID: 3, SkierID: 501, Time: 10, LiftID: 4},
-		{ResortID: 1, SeasonID: "2025", DayID: 3, SkierID: 502, Time: 11, LiftID: 5},
-		{ResortID: 2, SeasonID: "2024", DayID: 9, SkierID: 503, Time: 12, LiftID: 6},
+		domain.MustLiftRide(1, "2025", 3, 501, 10, 4),
+		domain.MustLiftRide(1, "2025", 3, 502, 11, 5),
+		domain.MustLiftRide(2, "2024", 9, 503, 12, 6),
 	}
 	for _, r := range rides {
 		if err := consumer.Publish(ctx, r); err != nil {
@@ -161,7 +161,7 @@ func TestDLQListThenReplay(t *testing.T) {
 	}
 	for _, r := range rides {
 		want := fmt.Sprintf("resort=%d season=%s day=%d skier=%d time=%d lift=%d  reason=delivery_limit queue=%s.rides.0 deaths=1",
-			r.ResortID, r.SeasonID, r.DayID, r.SkierID, r.Time, r.LiftID, prefix)
+			r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID(), prefix)
 		if !strings.Contains(out, want) {
 			t.Errorf("dlq list does not show %q:\n%s", want, out)
 		}

@@ -61,10 +61,10 @@ func ctx(t *testing.T) context.Context {
 }
 
 // Rides returns n distinct rides, skier ids from first on.
-func Rides(n int, first int32) []domain.LiftRide {
+func Rides(n int, first domain.SkierID) []domain.LiftRide {
 	out := make([]domain.LiftRide, n)
 	for i := range out {
-		out[i] = domain.LiftRide{ResortID: 1, SeasonID: "2024", DayID: 1, SkierID: first + int32(i), Time: int32(i % 360), LiftID: 1 + int32(i%40)}
+		out[i] = domain.MustLiftRide(1, "2024", 1, first+domain.SkierID(i), int32(i%360), 1+int32(i%40))
 	}
 	return out
 }

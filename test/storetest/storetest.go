@@ -40,7 +40,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func ride(t *testing.T, resort int32, season string, day int, skier, tm, lift int32) domain.LiftRide {
+func ride(t *testing.T, resort domain.ResortID, season string, day int, skier domain.SkierID, tm, lift int32) domain.LiftRide {
 	t.Helper()
 	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
 	if err != nil {
@@ -253,23 +253,23 @@ func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
 // model is the reference answer: a plain in-test computation over the rides.
 type model struct {
 	rides   map[domain.LiftRide]bool
-	skiers  map[[3]string]map[int32]bool // resort, season, day
+	skiers  map[[3]string]map[domain.SkierID]bool // resort, season, day
 	dayVert map[string]int
 }
 
 func newModel(rides []domain.LiftRide) model {
-	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[int32]bool{}, dayVert: map[string]int{}}
+	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[domain.SkierID]bool{}, dayVert: map[string]int{}}
 	for _, r := range rides {
 		if m.rides[r] {
 			continue
 		}
 		m.rides[r] = true
-		k := [3]string{fmt.Sprint(r.ResortID), r.SeasonID, fmt.Sprint(r.DayID)}
+		k := [3]string{fmt.Sprint(r.ResortID()), r.SeasonID(), fmt.Sprint(r.DayID())}
 		if m.skiers[k] == nil {
-			m.skiers[k] = map[int32]bool{}
+			m.skiers[k] = map[domain.SkierID]bool{}
 		}
-		m.skiers[k][r.SkierID] = true
-		m.dayVert[fmt.Sprint(r.ResortID, r.SeasonID, r.DayID, r.SkierID)] += r.Vertical()
+		m.skiers[k][r.SkierID()] = true
+		m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())] += r.Vertical()
 	}
 	return m
 }
@@ -280,7 +280,7 @@ func randomRides(t *testing.T, seed uint64, n int) []domain.LiftRide {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	out := make([]domain.LiftRide, n)
 	for i := range out {
-		out[i] = ride(t, 1+rng.Int32N(3), "2024", 1+rng.IntN(2), 1+rng.Int32N(int32(n/4+1)), rng.Int32N(60), 1+rng.Int32N(5))
+		out[i] = ride(t, domain.ResortID(1+rng.Int32N(3)), "2024", 1+rng.IntN(2), domain.SkierID(1+rng.Int32N(int32(n/4+1))), rng.Int32N(60), 1+rng.Int32N(5))
 	}
 	return out
 }
@@ -289,7 +289,7 @@ func checkModel(t *testing.T, s ports.RideStore, m model, rides []domain.LiftRid
 	t.Helper()
 	c := ctx(t)
 	for k, skiers := range m.skiers {
-		var resort int32
+		var resort domain.ResortID
 		var day int
 		fmt.Sscan(k[0], &resort)
 		fmt.Sscan(k[2], &day)
@@ -301,10 +301,10 @@ func checkModel(t *testing.T, s ports.RideStore, m model, rides []domain.LiftRid
 	// Every 25th ride's skier-day vertical: enough to catch double counting.
 	for i := 0; i < len(rides); i += 25 {
 		r := rides[i]
-		want := m.dayVert[fmt.Sprint(r.ResortID, r.SeasonID, r.DayID, r.SkierID)]
-		v, err := s.SkierDayVertical(c, r.ResortID, r.SeasonID, r.DayID, r.SkierID)
+		want := m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())]
+		v, err := s.SkierDayVertical(c, r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())
 		if err != nil || v != want {
-			t.Errorf("SkierDayVertical(%d, %s, %d, %d) = %d, %v; want %d", r.ResortID, r.SeasonID, r.DayID, r.SkierID, v, err, want)
+			t.Errorf("SkierDayVertical(%d, %s, %d, %d) = %d, %v; want %d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), v, err, want)
 		}
 	}
 }
@@ -386,7 +386,7 @@ func RunResorts(t *testing.T, newStore NewResortStore) {
 	}
 }
 
-func put(t *testing.T, s ports.ResortStore, id int32, name string, seasons ...string) {
+func put(t *testing.T, s ports.ResortStore, id domain.ResortID, name string, seasons ...string) {
 	t.Helper()
 	r, err := domain.NewResort(id, name, seasons...)
 	if err != nil {

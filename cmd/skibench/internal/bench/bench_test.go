@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/memory"
+	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -47,8 +48,8 @@ func TestDataSetIsDeterministicAndInRange(t *testing.T) {
 		t.Fatal("two Generate calls with one seed differ")
 	}
 	for _, r := range a {
-		if r.SkierID < 1 || r.SkierID > 100_000 || r.ResortID < 1 || r.ResortID > 10 || r.LiftID < 1 || r.LiftID > 40 ||
-			r.Time < 1 || r.Time > 360 || r.DayID < 1 || r.DayID > ds.Days || r.SeasonID != "2024" {
+		if r.SkierID() < 1 || r.SkierID() > 100_000 || r.ResortID() < 1 || r.ResortID() > 10 || r.LiftID() < 1 || r.LiftID() > 40 ||
+			r.Time() < 1 || r.Time() > 360 || r.DayID() < 1 || r.DayID() > ds.Days || r.SeasonID() != "2024" {
 			t.Fatalf("ride out of the data set's ranges: %+v", r)
 		}
 	}
@@ -78,7 +79,7 @@ func TestGSIWriteUnitsAreOnePerIndexPerItem(t *testing.T) {
 // offByOne answers UniqueSkiers wrong, as a broken store would.
 type offByOne struct{ ports.RideStore }
 
-func (o offByOne) UniqueSkiers(ctx context.Context, r int32, s string, d int) (int, error) {
+func (o offByOne) UniqueSkiers(ctx context.Context, r domain.ResortID, s string, d int) (int, error) {
 	n, err := o.RideStore.UniqueSkiers(ctx, r, s, d)
 	return n + 1, err
 }

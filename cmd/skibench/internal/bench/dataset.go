@@ -42,7 +42,7 @@ func (d DataSet) Generate() ([]domain.LiftRide, error) {
 	out := make([]domain.LiftRide, d.Rides)
 	for i := range out {
 		ride, err := domain.NewLiftRide(
-			1+r.Int32N(d.Resorts), d.Season, 1+r.IntN(d.Days), 1+r.Int32N(d.Skiers),
+			domain.ResortID(1+r.Int32N(d.Resorts)), d.Season, 1+r.IntN(d.Days), domain.SkierID(1+r.Int32N(d.Skiers)),
 			1+r.Int32N(d.Times), 1+r.Int32N(d.Lifts))
 		if err != nil {
 			return nil, fmt.Errorf("data set ride %d: %w", i, err)
@@ -67,10 +67,10 @@ var Kinds = []string{KindUniqueSkiers, KindDayVertical, KindSeasonVertical, Kind
 // Query is one question of the mix.
 type Query struct {
 	Kind   string
-	Resort int32
+	Resort domain.ResortID
 	Season string
 	Day    int
-	Skier  int32
+	Skier  domain.SkierID
 }
 
 // Queries returns n queries of each kind, interleaved by kind. Each is about
@@ -85,9 +85,9 @@ func (d DataSet) Queries(rides []domain.LiftRide, n int) []Query {
 			var q Query
 			if len(rides) > 0 && i%10 != 9 {
 				ride := rides[r.IntN(len(rides))]
-				q = Query{Resort: ride.ResortID, Season: ride.SeasonID, Day: ride.DayID, Skier: ride.SkierID}
+				q = Query{Resort: ride.ResortID(), Season: ride.SeasonID(), Day: ride.DayID(), Skier: ride.SkierID()}
 			} else {
-				q = Query{Resort: 1 + r.Int32N(d.Resorts), Season: d.Season, Day: 1 + r.IntN(d.Days), Skier: 1 + r.Int32N(d.Skiers)}
+				q = Query{Resort: domain.ResortID(1 + r.Int32N(d.Resorts)), Season: d.Season, Day: 1 + r.IntN(d.Days), Skier: domain.SkierID(1 + r.Int32N(d.Skiers))}
 			}
 			q.Kind = kind
 			out = append(out, q)
