@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -164,8 +165,15 @@ func (c Config) Validate() error {
 		{"cache", c.Cache, CacheNames()},
 	} {
 		if !slices.Contains(ch.allowed, ch.value) {
-			return fmt.Errorf("--%s %q is not one of %s", ch.name, ch.value, strings.Join(ch.allowed, ", "))
+			return oneOf(ch.name, ch.value, ch.allowed)
 		}
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		msg := fmt.Sprintf("--listen %q is not a host:port address", c.Listen)
+		if isDigits(c.Listen) {
+			msg += fmt.Sprintf("; did you mean --listen :%s?", c.Listen)
+		}
+		return errors.New(msg)
 	}
 	if c.Role != RoleAll && !queueDriver(c.Queue).Shared {
 		return fmt.Errorf("--role %s needs a queue shared between processes; --queue %s works only with --role all", c.Role, c.Queue)

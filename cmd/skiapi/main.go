@@ -63,16 +63,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr, newFlagSet(stderr))
 		return 0
 	default:
-		fmt.Fprintf(stderr, "skiapi: unknown command %q\n\n", cmd)
-		usage(stderr, newFlagSet(stderr))
+		line := fmt.Sprintf("skiapi: unknown command %q", cmd)
+		if close := compose.Closest(cmd, commands); close != "" {
+			line += fmt.Sprintf("; did you mean %q?", close)
+		}
+		fmt.Fprintln(stderr, line+" (skiapi help lists the commands)")
 		return 2
 	}
 }
 
+// commands are the words run accepts before the flags.
+var commands = []string{"serve", "migrate", "seed", "tables", "dlq", "config", "version", "help"}
+
+// newFlagSet is a flag set that prints nothing itself: a parse error is
+// reported as one line by parseError, and the usage only for --help.
 func newFlagSet(stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {}
 	return fs
+}
+
+// parseError reports err from parsing args with fs: the usage for --help
+// (exit 0), otherwise one line naming the flag and a fix (exit 2).
+func parseError(fs *flag.FlagSet, args []string, err error, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stderr, newFlagSet(stderr))
+		return 0
+	}
+	fmt.Fprintln(stderr, "skiapi:", compose.UsageLine(fs, args, err))
+	return 2
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
@@ -85,7 +105,7 @@ Commands:
   seed      load the demo resorts missing from PostgreSQL; existing resorts
             keep their seasons (same flags as migrate)
   tables create    create the DynamoDB tables and index of --store
-                   dynamo-adopted|dynamo-abandoned (with --dynamo-table-prefix),
+                   `+dynamoStores()+` (with --dynamo-table-prefix),
                    on-demand billing; waits until active; harmless to rerun
   tables describe  print the tables, keys, indexes, status and item counts
   dlq list         print the rides in RabbitMQ's dead-letter queue without
@@ -120,14 +140,10 @@ func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet))
 	if extra != nil {
 		extra(fs)
 	}
-	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
+	fs.SetOutput(io.Discard)
 	cfg, err := compose.ParseConfig(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return cfg, 0, false
-	}
 	if err != nil {
-		fmt.Fprintln(stderr, "skiapi:", err)
-		return cfg, 2, false
+		return cfg, parseError(fs, args, err, stderr), false
 	}
 	return cfg, 0, true
 }
@@ -261,18 +277,24 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 // where it came from, so an operator can check a unit's environment without
 // starting it. An invalid configuration is printed too, then reported.
 func printConfig(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(stderr)
-	fs.Usage = func() { usage(stderr, newFlagSet(stderr)) }
+	fs := newFlagSet(io.Discard)
 	_, src, err := compose.ParseConfigSources(fs, args, os.LookupEnv)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if fs.Parsed() {
 		fmt.Fprint(stdout, compose.EffectiveConfig(fs, src))
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "skiapi:", err)
-		return 2
+		return parseError(fs, args, err, stderr)
 	}
 	return 0
+}
+
+// dynamoStores is the DynamoDB stores of the registry, a|b|c.
+func dynamoStores() string {
+	var names []string
+	for _, n := range compose.StoreNames() {
+		if strings.HasPrefix(n, "dynamo-") {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, "|")
 }

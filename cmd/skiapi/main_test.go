@@ -99,3 +99,40 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: exit %d, out %q", code, out.String())
 	}
 }
+
+// TestUsageErrorsAreOneLineWithASuggestion: a bad flag, a bad value or an
+// unknown command gets one line naming it as the user typed it (--flag),
+// with a suggestion where there is a close match, and no usage dump.
+func TestUsageErrorsAreOneLineWithASuggestion(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen :9090?"}},
+		{[]string{"--bach-size", "10"}, []string{"--bach-size", "did you mean --batch-size?"}},
+		{[]string{"--batch-size", "ten"}, []string{`--batch-size "ten"`, "whole number"}},
+		{[]string{"--batch-linger", "5"}, []string{`--batch-linger "5"`, "duration", "5ms"}},
+		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen :8080?"}},
+		{[]string{"--listen"}, []string{"--listen", "needs a value"}},
+		{[]string{"migrat"}, []string{`unknown command "migrat"`, `did you mean "migrate"?`}},
+		{[]string{"--store", "postgress"}, []string{`--store "postgress"`, `did you mean "postgres"?`}},
+	} {
+		var out, errs bytes.Buffer
+		code := run(c.args, &out, &errs)
+		msg := errs.String()
+		if code != 2 {
+			t.Errorf("%v: exit %d; want 2", c.args, code)
+		}
+		if n := strings.Count(msg, "\n"); n != 1 {
+			t.Errorf("%v: %d lines on stderr; want one:\n%s", c.args, n, msg)
+		}
+		if strings.Contains(msg, " -") && !strings.Contains(msg, " --") {
+			t.Errorf("%v: %q names a flag in single-dash form", c.args, msg)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%v: stderr %q does not say %q", c.args, msg, w)
+			}
+		}
+	}
+}
