@@ -91,7 +91,7 @@ func TestAddRidesCancelledContextIsNotUnavailable(t *testing.T) {
 }
 
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
-	schema := uniqueSchema(t)
+	schema := pgtest.Schema(t, "migrate")
 	first := openTestDB(t, Config{MaxConns: 1, Schema: schema})
 	// Several more processes start at once on the same schema.
 	const starters = 4
