@@ -2,12 +2,15 @@ package loadgen
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +26,70 @@ type Summary struct {
 	Throughput               float64 // successful (and valid 404) requests per second of wall time
 	Mean, P50, P95, P99, Max time.Duration
 	Statuses                 map[int]int // 0 is "network error"
+	// Errors are the first distinct reasons of failed requests, per status
+	// (0: network error): the server's message for a 4xx/5xx, the address
+	// and cause for a network error. A status count alone ("404×40") does
+	// not say which season was missing or which port refused.
+	Errors map[int][]ErrorSample
+}
+
+// ErrorSample is one distinct failure reason and how many failed requests gave it.
+type ErrorSample struct {
+	Reason string
+	Count  int
+}
+
+// maxErrorSamples is how many distinct reasons are listed per status;
+// failures for further reasons are in the status count only.
+const maxErrorSamples = 3
+
+// maxReasonLen keeps a long HTML error page from flooding the report.
+const maxReasonLen = 200
+
+// reason says why a request failed, without what differs from one request
+// to the next (the URL's ids), so that identical causes group together.
+func reason(r Result) string {
+	var se *StatusError
+	var ue *url.Error
+	var s string
+	switch {
+	case errors.As(r.Err, &se):
+		s = strings.TrimSpace(se.Body)
+		if s == "" {
+			s = "(empty body)"
+		}
+	case errors.As(r.Err, &ue):
+		// ue.URL names one ride's path; the scheme and host are what
+		// matter, and ue.Err is the cause (for a refused connection
+		// "dial tcp 127.0.0.1:8080: connect: connection refused").
+		host := ue.URL
+		if u, err := url.Parse(ue.URL); err == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		s = fmt.Sprintf("%s %s: %v", ue.Op, host, ue.Err)
+	default:
+		s = r.Err.Error()
+	}
+	if len(s) > maxReasonLen {
+		s = s[:maxReasonLen] + "…"
+	}
+	return s
+}
+
+func (s *Summary) addError(status int, why string) {
+	if s.Errors == nil {
+		s.Errors = map[int][]ErrorSample{}
+	}
+	samples := s.Errors[status]
+	for i := range samples {
+		if samples[i].Reason == why {
+			samples[i].Count++
+			return
+		}
+	}
+	if len(samples) < maxErrorSamples {
+		s.Errors[status] = append(samples, ErrorSample{Reason: why, Count: 1})
+	}
 }
 
 // Summarize counts results. notFoundOK says whether a 404 is a valid answer.
@@ -40,6 +107,7 @@ func Summarize(name, method string, results []Result, wall time.Duration, notFou
 			s.NotFound++
 		default:
 			s.Failed++
+			s.addError(r.Status, reason(r))
 		}
 		lat = append(lat, r.Latency)
 		sum += r.Latency
@@ -85,13 +153,24 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "retries:     %d\n", s.Retries)
 	fmt.Fprint(w, "statuses:   ")
 	for _, code := range slices.Sorted(maps.Keys(s.Statuses)) {
-		label := strconv.Itoa(code)
-		if code == 0 {
-			label = "network-error"
-		}
-		fmt.Fprintf(w, " %s×%d", label, s.Statuses[code])
+		fmt.Fprintf(w, " %s×%d", statusLabel(code), s.Statuses[code])
 	}
 	fmt.Fprintln(w)
+	if len(s.Errors) > 0 {
+		fmt.Fprintf(w, "errors:      first %d distinct per status\n", maxErrorSamples)
+		for _, code := range slices.Sorted(maps.Keys(s.Errors)) {
+			for _, e := range s.Errors[code] {
+				fmt.Fprintf(w, "  %s×%d: %s\n", statusLabel(code), e.Count, e.Reason)
+			}
+		}
+	}
+}
+
+func statusLabel(code int) string {
+	if code == 0 {
+		return "network-error"
+	}
+	return strconv.Itoa(code)
 }
 
 // WriteCSV writes one line per request: start time, method, latency in ms,
