@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -250,8 +251,8 @@ func TestCSVHasOneLinePerRequestAndChartIsSVG(t *testing.T) {
 	if len(lines) != 3 || lines[0] != "start,method,latency_ms,status" || !strings.HasSuffix(lines[1], ",POST,2.000,201") || !strings.HasSuffix(lines[2], ",POST,3.000,503") {
 		t.Errorf("csv:\n%s", csv.String())
 	}
-	secs := PerSecond(res)
-	if len(secs) != 2 || secs[0].Completed != 1 || secs[1].Completed != 0 || secs[1].P99 != 3*time.Millisecond {
+	secs := Buckets(res, time.Second)
+	if b := secs.Buckets; len(b) != 2 || b[0].Completed != 1 || b[1].Completed != 0 || b[1].P99 != 3*time.Millisecond {
 		t.Errorf("per second %+v", secs)
 	}
 	var svg strings.Builder
@@ -317,5 +318,18 @@ func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
 	}
 	if strings.Contains(got[0].Reason, "/skiers/") {
 		t.Errorf("reason %q carries one ride's path", got[0].Reason)
+	}
+}
+
+func TestRequestsKeepTheBaseURLsPath(t *testing.T) {
+	for _, base := range []string{"http://h:1/api", "http://h:1/api/"} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		req, err := GetCases[0].Request(serverURL(base), rng, Ranges{Skiers: Range{7, 7}, Resorts: Range{3, 3}, Days: Range{5, 5}, Season: 2024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := req.URL.String(), "http://h:1/api/skiers/3/seasons/2024/days/5/skiers/7"; got != want {
+			t.Errorf("base %q: request to %s; want %s", base, got, want)
+		}
 	}
 }

@@ -188,16 +188,62 @@ func WriteCSV(w io.Writer, method string, results []Result) error {
 	return nil
 }
 
-// Second is one second of a run, by completion time.
-type Second struct {
-	Completed int           // successful requests that finished in this second
-	P99       time.Duration // of every request that finished in this second
+// Bucket is one slice of a run's time axis, by completion time.
+type Bucket struct {
+	Completed int           // successful requests that finished in this bucket
+	P99       time.Duration // of every request that finished in this bucket
 }
 
-// PerSecond buckets results by the second of the run in which they finished.
-func PerSecond(results []Result) []Second {
+// Series is a run cut into equal buckets of Width, the first starting at
+// the earliest request's start.
+type Series struct {
+	Width   time.Duration
+	Buckets []Bucket
+}
+
+// Rate is the bucket's successful requests per second.
+func (s Series) Rate(i int) float64 {
+	return float64(s.Buckets[i].Completed) / s.Width.Seconds()
+}
+
+// chartPoints is how many buckets a chart wants at least: per-second
+// buckets of a two-second run are two points, which is no line.
+const chartPoints = 20
+
+// ChartSeries buckets results for a chart: per second when the run is long
+// enough to give chartPoints of them, else per 100 ms, else per 10 ms.
+func ChartSeries(results []Result) Series {
+	span := runSpan(results)
+	for _, w := range []time.Duration{time.Second, 100 * time.Millisecond} {
+		if span >= chartPoints*w {
+			return Buckets(results, w)
+		}
+	}
+	return Buckets(results, 10*time.Millisecond)
+}
+
+// runSpan is from the earliest start to the latest completion.
+func runSpan(results []Result) time.Duration {
 	if len(results) == 0 {
-		return nil
+		return 0
+	}
+	t0, t1 := results[0].Start, results[0].Start
+	for _, r := range results {
+		if r.Start.Before(t0) {
+			t0 = r.Start
+		}
+		if end := r.Start.Add(r.Latency); end.After(t1) {
+			t1 = end
+		}
+	}
+	return t1.Sub(t0)
+}
+
+// Buckets cuts results into buckets of width by the time they finished.
+func Buckets(results []Result, width time.Duration) Series {
+	s := Series{Width: width}
+	if len(results) == 0 {
+		return s
 	}
 	t0 := results[0].Start
 	for _, r := range results {
@@ -206,21 +252,20 @@ func PerSecond(results []Result) []Second {
 		}
 	}
 	var lats [][]time.Duration
-	var out []Second
 	for _, r := range results {
-		i := int(r.Start.Add(r.Latency).Sub(t0) / time.Second)
-		for len(out) <= i {
-			out = append(out, Second{})
+		i := int(r.Start.Add(r.Latency).Sub(t0) / width)
+		for len(s.Buckets) <= i {
+			s.Buckets = append(s.Buckets, Bucket{})
 			lats = append(lats, nil)
 		}
 		if r.Err == nil {
-			out[i].Completed++
+			s.Buckets[i].Completed++
 		}
 		lats[i] = append(lats[i], r.Latency)
 	}
-	for i := range out {
+	for i := range s.Buckets {
 		slices.Sort(lats[i])
-		out[i].P99 = Percentile(lats[i], 99)
+		s.Buckets[i].P99 = Percentile(lats[i], 99)
 	}
-	return out
+	return s
 }
