@@ -56,6 +56,10 @@ if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
 fi
 
+# rsvg-convert renders skiload's SVG chart in its test, which checks the
+# picture has lines (a chart can be valid XML and still show nothing).
+command -v rsvg-convert >/dev/null || fail "rsvg-convert is not installed; the skiload chart test needs it: apt-get install librsvg2-bin"
+
 # Redis: the cache contract suite and the --cache redis end-to-end test.
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 if ! redis_up; then

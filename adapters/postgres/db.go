@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// reported at start-up, not on the first ride.
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		if pgErr, fix := refusedForGood(err); pgErr != nil {
+			return nil, fmt.Errorf("postgres: the server at %s refused the connection: %w; %s", masked, pgErr, fix)
+		}
 		return nil, fmt.Errorf("postgres: cannot reach the database at %s: %w: %w", masked, domain.ErrUnavailable, err)
 	}
 	db := &DB{pool: pool, schema: cfg.Schema, url: masked}
@@ -85,6 +89,26 @@ func classify(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, domain.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// refusedForGood picks out the server's answers to a connection that no
+// retry will change: the database does not exist (3D000), or the role does
+// not exist or may not log in (class 28). They are configuration mistakes,
+// so they are not domain.ErrUnavailable ("temporarily unavailable" would
+// send the reader to wait); it returns the server's error, whose message
+// names the database or role, and what to do about it.
+func refusedForGood(err error) (*pgconn.PgError, string) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return nil, ""
+	}
+	switch {
+	case pgErr.Code == "3D000": // invalid_catalog_name
+		return pgErr, "create it (createdb, or CREATE DATABASE) or name an existing database in the URL"
+	case strings.HasPrefix(pgErr.Code, "28"): // invalid authorization: no such role, bad password, pg_hba.conf
+		return pgErr, "check the user and password in the URL (a missing role: createuser, or CREATE ROLE ... LOGIN)"
+	}
+	return nil, ""
 }
 
 // transient reports whether trying again later may succeed.

@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +128,54 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	}
 	if len(versions) != len(migrations) {
 		t.Errorf("schema_migrations holds versions %v; want each of the %d migrations once", versions, len(migrations))
+	}
+}
+
+// withURLPart returns the test server's URL with its database or user
+// replaced.
+func withURLPart(t *testing.T, database, user string) string {
+	t.Helper()
+	u, err := url.Parse(pgtest.URL())
+	if err != nil || u.Scheme == "" {
+		t.Fatalf("SKIDATA_TEST_POSTGRES_URL must be a postgres:// URL for this test: %q", pgtest.URL())
+	}
+	if database != "" {
+		u.Path = "/" + database
+	}
+	if user != "" {
+		u.User = url.User(user)
+	}
+	return u.String()
+}
+
+// TestOpenMissingDatabaseOrRoleSaysSo connects to the real server with a
+// database name, then a user name, that do not exist: the error must say
+// which and that it does not exist, and must not call it temporary.
+func TestOpenMissingDatabaseOrRoleSaysSo(t *testing.T) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	suffix := hex.EncodeToString(b)
+	for _, tc := range []struct {
+		name, url, want, code string
+	}{
+		{"database", withURLPart(t, "skidata_nodb_"+suffix, ""), `database "skidata_nodb_` + suffix + `" does not exist`, "3D000"},
+		{"role", withURLPart(t, "", "skidata_norole_"+suffix), `role "skidata_norole_` + suffix + `" does not exist`, "28000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := Open(testCtx(t, 30*time.Second), Config{URL: tc.url})
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%s) succeeded", tc.url)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, tc.code) {
+				t.Errorf("error %q; want it to say %s (SQLSTATE %s)", msg, tc.want, tc.code)
+			}
+			if errors.Is(err, domain.ErrUnavailable) || strings.Contains(msg, "temporarily unavailable") {
+				t.Errorf("error %q calls a missing %s temporary", msg, tc.name)
+			}
+		})
 	}
 }

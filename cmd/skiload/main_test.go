@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -88,5 +89,36 @@ func TestBaselineReportsBothThroughputs(t *testing.T) {
 	code := run(context.Background(), []string{"--url", base, "--baseline", "--phase1-workers", "2", "--phase1-requests", "50", "--phase2-workers", "2", "--phase2-requests", "50"}, &stdout, &stderr, false)
 	if code != 0 || !strings.Contains(stdout.String(), "POST baseline") || !strings.Contains(stdout.String(), "of this machine's HTTP ceiling") {
 		t.Errorf("exit %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestReportShowsTheServersMessageAndNetworkCauses: a load against a season
+// the service does not have reports the service's own 404 message, and a
+// load against a port nothing listens on names the address and the cause.
+func TestReportShowsTheServersMessageAndNetworkCauses(t *testing.T) {
+	cfg := compose.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.LogLevel = "warn"
+	base := apitest.Start(t, cfg)
+	small := []string{"--phase1-workers", "2", "--phase1-requests", "5", "--phase2-workers", "0", "--phase2-requests", "0", "--retries", "0", "--quiet"}
+
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"--url", base, "--season", "2030"}, small...), &stdout, &stderr, false)
+	out := stdout.String()
+	if code != 1 || !strings.Contains(out, "404×10") || !strings.Contains(out, "2030") || !strings.Contains(out, `"message"`) {
+		t.Errorf("missing season: exit %d; want 1 and the server's 404 message naming 2030:\n%s\n%s", code, out, stderr.String())
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	stdout.Reset()
+	code = run(context.Background(), append([]string{"--url", down}, small...), &stdout, &stderr, false)
+	out = stdout.String()
+	if code != 1 || !strings.Contains(out, "network-error×10: Post "+down+": dial tcp") || !strings.Contains(out, "connection refused") {
+		t.Errorf("server down: exit %d; want 1 and the address and cause:\n%s", code, out)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -177,4 +180,45 @@ func TestSkibenchEndToEndStoresAgree(t *testing.T) {
 	if !strings.Contains(errOut.String(), "every store gave the memory store's answers") {
 		t.Errorf("stderr lacks the verdict:\n%s", errOut.String())
 	}
+}
+
+// TestMissingAWSCredentialsNameTheVariables: with --dynamo-endpoint and no
+// credentials anywhere, the SDK's chain ends at the EC2 instance metadata
+// service (pointed here at a closed loopback port, as off EC2 it answers
+// nothing); skibench must say which variables to set, not relay that.
+func TestMissingAWSCredentialsNameTheVariables(t *testing.T) {
+	closed := closedPort(t)
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED"} {
+		t.Setenv(v, "") // restored after the test
+		os.Unsetenv(v)
+	}
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://"+closed)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"--stores", "dynamo-adopted", "--rides", "10", "--queries", "1",
+		"--dynamo-endpoint", "http://" + closedPort(t)}, &out, &errOut)
+	msg := errOut.String()
+	if code != 1 {
+		t.Errorf("exit %d; want 1", code)
+	}
+	for _, want := range []string{"no AWS credentials", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -92,6 +92,9 @@ func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, err
 		if err != nil {
 			return nil, err
 		}
+		if err := checkCredentials(ctx, c, env.DynamoEndpoint); err != nil {
+			return nil, err
+		}
 		env.dynamoClient = c
 	}
 	client := env.dynamoClient
@@ -129,6 +132,23 @@ func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, err
 			return errors.Join(errs...)
 		},
 	}, nil
+}
+
+// credentialsTimeout bounds the credential lookup: off EC2, the SDK's last
+// resort (the instance metadata service) can take seconds to give up.
+const credentialsTimeout = 10 * time.Second
+
+// checkCredentials asks the SDK's chain for credentials before any request.
+// With --dynamo-endpoint and nothing in the environment or the shared
+// config, the chain ends at the EC2 instance metadata service, and its error
+// ("no EC2 IMDS role found") does not say what to set; this one does.
+func checkCredentials(ctx context.Context, c *dynamodb.Client, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
+	if _, err := c.Options().Credentials.Retrieve(ctx); err != nil {
+		return fmt.Errorf("no AWS credentials for the DynamoDB at %s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values do for dynalite), or AWS_PROFILE naming a profile in ~/.aws; or leave --dynamo-endpoint empty and skibench starts dynalite itself (the SDK said: %w)", endpoint, err)
+	}
+	return nil
 }
 
 // startDynalite runs dynalite from test/dynamodb for the run when no

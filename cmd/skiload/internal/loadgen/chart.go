@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
 // WriteChart writes an SVG with two panels sharing the time axis:
-// successful requests per second on top, p99 latency per second below.
-// Hand-written: two polylines and their axes need no plotting library.
-func WriteChart(w io.Writer, title string, secs []Second) error {
+// successful requests per second on top, p99 latency below, one value per
+// bucket of the series. Each bucket is drawn as a horizontal step across its
+// width, so even a run that fits in one bucket shows a line. Hand-written:
+// two polylines and their axes need no plotting library.
+func WriteChart(w io.Writer, title string, s Series) error {
 	const (
 		width, panelH = 900, 240
 		left, right   = 80, 20
@@ -21,14 +24,14 @@ func WriteChart(w io.Writer, title string, secs []Second) error {
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(bw, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(bw, `<text x="%d" y="22" font-size="16" font-weight="bold">%s</text>`+"\n", left, escape(title))
-	tp := make([]float64, len(secs))
-	p99 := make([]float64, len(secs))
-	for i, s := range secs {
-		tp[i] = float64(s.Completed)
-		p99[i] = float64(s.P99) / float64(time.Millisecond)
+	tp := make([]float64, len(s.Buckets))
+	p99 := make([]float64, len(s.Buckets))
+	for i, b := range s.Buckets {
+		tp[i] = s.Rate(i)
+		p99[i] = float64(b.P99) / float64(time.Millisecond)
 	}
-	panel(bw, tp, left, top, width-left-right, panelH, "successful requests / s", "#1f77b4")
-	panel(bw, p99, left, top+panelH+gap, width-left-right, panelH, "p99 latency (ms)", "#d62728")
+	panel(bw, tp, s.Width, left, top, width-left-right, panelH, "successful requests / s", ThroughputColor)
+	panel(bw, p99, s.Width, left, top+panelH+gap, width-left-right, panelH, "p99 latency (ms)", LatencyColor)
 	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">seconds since start</text>`+"\n", left+(width-left-right)/2, height-10)
 	fmt.Fprintln(bw, "</svg>")
 	if err := bw.Flush(); err != nil {
@@ -37,9 +40,16 @@ func WriteChart(w io.Writer, title string, secs []Second) error {
 	return nil
 }
 
-// panel draws one axis box with y ticks at 0, ½ and the maximum, x ticks
-// every few seconds, and the series as a polyline.
-func panel(w io.Writer, ys []float64, x0, y0, pw, ph int, label, color string) {
+// The colours of the two lines (the chart test looks for them).
+const (
+	ThroughputColor = "#1f77b4"
+	LatencyColor    = "#d62728"
+)
+
+// panel draws one axis box with y ticks at 0, ½ and the maximum, about ten
+// x ticks in seconds, and the series as a step polyline, bucket i spanning
+// [i, i+1) of the x axis.
+func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, label, color string) {
 	peak := 0.0
 	for _, y := range ys {
 		peak = max(peak, y)
@@ -47,8 +57,8 @@ func panel(w io.Writer, ys []float64, x0, y0, pw, ph int, label, color string) {
 	if peak == 0 {
 		peak = 1
 	}
-	n := max(len(ys), 2)
-	px := func(i int) float64 { return float64(x0) + float64(i)*float64(pw)/float64(n-1) }
+	n := max(len(ys), 1)
+	px := func(i int) float64 { return float64(x0) + float64(i)*float64(pw)/float64(n) }
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
 	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, escape(label))
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
@@ -58,12 +68,13 @@ func panel(w io.Writer, ys []float64, x0, y0, pw, ph int, label, color string) {
 		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%.0f</text>`+"\n", x0-6, py(v)+4, v)
 	}
 	step := max(1, (n+9)/10)
-	for i := 0; i < n; i += step {
-		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", px(i), y0+ph+16, i)
+	for i := 0; i <= n; i += step {
+		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", px(i), y0+ph+16,
+			strconv.FormatFloat((time.Duration(i)*width).Seconds(), 'f', -1, 64))
 	}
 	fmt.Fprintf(w, `<polyline fill="none" stroke="%s" stroke-width="2" points="`, color)
 	for i, y := range ys {
-		fmt.Fprintf(w, "%.1f,%.1f ", px(i), py(y))
+		fmt.Fprintf(w, "%.1f,%.1f %.1f,%.1f ", px(i), py(y), px(i+1), py(y))
 	}
 	fmt.Fprintln(w, `"/>`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -250,8 +251,8 @@ func TestCSVHasOneLinePerRequestAndChartIsSVG(t *testing.T) {
 	if len(lines) != 3 || lines[0] != "start,method,latency_ms,status" || !strings.HasSuffix(lines[1], ",POST,2.000,201") || !strings.HasSuffix(lines[2], ",POST,3.000,503") {
 		t.Errorf("csv:\n%s", csv.String())
 	}
-	secs := PerSecond(res)
-	if len(secs) != 2 || secs[0].Completed != 1 || secs[1].Completed != 0 || secs[1].P99 != 3*time.Millisecond {
+	secs := Buckets(res, time.Second)
+	if b := secs.Buckets; len(b) != 2 || b[0].Completed != 1 || b[1].Completed != 0 || b[1].P99 != 3*time.Millisecond {
 		t.Errorf("per second %+v", secs)
 	}
 	var svg strings.Builder
@@ -261,6 +262,74 @@ func TestCSVHasOneLinePerRequestAndChartIsSVG(t *testing.T) {
 	for _, want := range []string{"<svg", "successful requests / s", "p99 latency (ms)", "a &lt;title&gt;", "</svg>"} {
 		if !strings.Contains(svg.String(), want) {
 			t.Errorf("chart lacks %q", want)
+		}
+	}
+}
+
+func TestSummaryKeepsTheFirstDistinctErrorsPerStatus(t *testing.T) {
+	fail := func(status int, body string) Result {
+		return Result{Status: status, Err: &StatusError{Status: status, Body: body}}
+	}
+	res := []Result{{Status: 201}}
+	for range 5 {
+		res = append(res, fail(404, `{"message":"season 2030 not found"}`+"\n"))
+	}
+	for i := range maxErrorSamples + 2 {
+		res = append(res, fail(400, fmt.Sprintf(`{"message":"bad %d"}`, i)))
+	}
+	var out strings.Builder
+	s := Summarize("t", "POST", res, time.Second, false)
+	s.Print(&out)
+	if got := s.Errors[404]; len(got) != 1 || got[0].Count != 5 || got[0].Reason != `{"message":"season 2030 not found"}` {
+		t.Errorf("404 errors %+v; want the server's message once, counted 5 times", got)
+	}
+	if got := s.Errors[400]; len(got) != maxErrorSamples || got[0].Reason != `{"message":"bad 0"}` {
+		t.Errorf("400 errors %+v; want the first %d distinct bodies", got, maxErrorSamples)
+	}
+	if !strings.Contains(out.String(), `404×5: {"message":"season 2030 not found"}`) {
+		t.Errorf("report does not show the 404's message:\n%s", out.String())
+	}
+	if _, ok := s.Errors[201]; ok {
+		t.Errorf("a success was listed as an error: %+v", s.Errors)
+	}
+}
+
+func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
+	// A port nothing listens on: take a free one and close it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var waits []time.Duration
+	c := testCaller(&waits)
+	c.Policy.Retries = 0
+	res := []Result{post(c, "http://"+addr+"/skiers/1/seasons/2024/days/1/skiers/7"), post(c, "http://"+addr+"/skiers/2/seasons/2024/days/1/skiers/8")}
+	s := Summarize("t", "POST", res, time.Second, false)
+	got := s.Errors[0]
+	if len(got) != 1 || got[0].Count != 2 {
+		t.Fatalf("network errors %+v; want one reason for both rides (the URL's ids left out)", got)
+	}
+	for _, want := range []string{"http://" + addr, "connection refused"} {
+		if !strings.Contains(got[0].Reason, want) {
+			t.Errorf("reason %q lacks %q", got[0].Reason, want)
+		}
+	}
+	if strings.Contains(got[0].Reason, "/skiers/") {
+		t.Errorf("reason %q carries one ride's path", got[0].Reason)
+	}
+}
+
+func TestRequestsKeepTheBaseURLsPath(t *testing.T) {
+	for _, base := range []string{"http://h:1/api", "http://h:1/api/"} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		req, err := GetCases[0].Request(serverURL(base), rng, Ranges{Skiers: Range{7, 7}, Resorts: Range{3, 3}, Days: Range{5, 5}, Season: 2024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := req.URL.String(), "http://h:1/api/skiers/3/seasons/2024/days/5/skiers/7"; got != want {
+			t.Errorf("base %q: request to %s; want %s", base, got, want)
 		}
 	}
 }

@@ -2,12 +2,15 @@ package loadgen
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +26,70 @@ type Summary struct {
 	Throughput               float64 // successful (and valid 404) requests per second of wall time
 	Mean, P50, P95, P99, Max time.Duration
 	Statuses                 map[int]int // 0 is "network error"
+	// Errors are the first distinct reasons of failed requests, per status
+	// (0: network error): the server's message for a 4xx/5xx, the address
+	// and cause for a network error. A status count alone ("404×40") does
+	// not say which season was missing or which port refused.
+	Errors map[int][]ErrorSample
+}
+
+// ErrorSample is one distinct failure reason and how many failed requests gave it.
+type ErrorSample struct {
+	Reason string
+	Count  int
+}
+
+// maxErrorSamples is how many distinct reasons are listed per status;
+// failures for further reasons are in the status count only.
+const maxErrorSamples = 3
+
+// maxReasonLen keeps a long HTML error page from flooding the report.
+const maxReasonLen = 200
+
+// reason says why a request failed, without what differs from one request
+// to the next (the URL's ids), so that identical causes group together.
+func reason(r Result) string {
+	var se *StatusError
+	var ue *url.Error
+	var s string
+	switch {
+	case errors.As(r.Err, &se):
+		s = strings.TrimSpace(se.Body)
+		if s == "" {
+			s = "(empty body)"
+		}
+	case errors.As(r.Err, &ue):
+		// ue.URL names one ride's path; the scheme and host are what
+		// matter, and ue.Err is the cause (for a refused connection
+		// "dial tcp 127.0.0.1:8080: connect: connection refused").
+		host := ue.URL
+		if u, err := url.Parse(ue.URL); err == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		s = fmt.Sprintf("%s %s: %v", ue.Op, host, ue.Err)
+	default:
+		s = r.Err.Error()
+	}
+	if len(s) > maxReasonLen {
+		s = s[:maxReasonLen] + "…"
+	}
+	return s
+}
+
+func (s *Summary) addError(status int, why string) {
+	if s.Errors == nil {
+		s.Errors = map[int][]ErrorSample{}
+	}
+	samples := s.Errors[status]
+	for i := range samples {
+		if samples[i].Reason == why {
+			samples[i].Count++
+			return
+		}
+	}
+	if len(samples) < maxErrorSamples {
+		s.Errors[status] = append(samples, ErrorSample{Reason: why, Count: 1})
+	}
 }
 
 // Summarize counts results. notFoundOK says whether a 404 is a valid answer.
@@ -40,6 +107,7 @@ func Summarize(name, method string, results []Result, wall time.Duration, notFou
 			s.NotFound++
 		default:
 			s.Failed++
+			s.addError(r.Status, reason(r))
 		}
 		lat = append(lat, r.Latency)
 		sum += r.Latency
@@ -85,13 +153,24 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "retries:     %d\n", s.Retries)
 	fmt.Fprint(w, "statuses:   ")
 	for _, code := range slices.Sorted(maps.Keys(s.Statuses)) {
-		label := strconv.Itoa(code)
-		if code == 0 {
-			label = "network-error"
-		}
-		fmt.Fprintf(w, " %s×%d", label, s.Statuses[code])
+		fmt.Fprintf(w, " %s×%d", statusLabel(code), s.Statuses[code])
 	}
 	fmt.Fprintln(w)
+	if len(s.Errors) > 0 {
+		fmt.Fprintf(w, "errors:      first %d distinct per status\n", maxErrorSamples)
+		for _, code := range slices.Sorted(maps.Keys(s.Errors)) {
+			for _, e := range s.Errors[code] {
+				fmt.Fprintf(w, "  %s×%d: %s\n", statusLabel(code), e.Count, e.Reason)
+			}
+		}
+	}
+}
+
+func statusLabel(code int) string {
+	if code == 0 {
+		return "network-error"
+	}
+	return strconv.Itoa(code)
 }
 
 // WriteCSV writes one line per request: start time, method, latency in ms,
@@ -109,16 +188,62 @@ func WriteCSV(w io.Writer, method string, results []Result) error {
 	return nil
 }
 
-// Second is one second of a run, by completion time.
-type Second struct {
-	Completed int           // successful requests that finished in this second
-	P99       time.Duration // of every request that finished in this second
+// Bucket is one slice of a run's time axis, by completion time.
+type Bucket struct {
+	Completed int           // successful requests that finished in this bucket
+	P99       time.Duration // of every request that finished in this bucket
 }
 
-// PerSecond buckets results by the second of the run in which they finished.
-func PerSecond(results []Result) []Second {
+// Series is a run cut into equal buckets of Width, the first starting at
+// the earliest request's start.
+type Series struct {
+	Width   time.Duration
+	Buckets []Bucket
+}
+
+// Rate is the bucket's successful requests per second.
+func (s Series) Rate(i int) float64 {
+	return float64(s.Buckets[i].Completed) / s.Width.Seconds()
+}
+
+// chartPoints is how many buckets a chart wants at least: per-second
+// buckets of a two-second run are two points, which is no line.
+const chartPoints = 20
+
+// ChartSeries buckets results for a chart: per second when the run is long
+// enough to give chartPoints of them, else per 100 ms, else per 10 ms.
+func ChartSeries(results []Result) Series {
+	span := runSpan(results)
+	for _, w := range []time.Duration{time.Second, 100 * time.Millisecond} {
+		if span >= chartPoints*w {
+			return Buckets(results, w)
+		}
+	}
+	return Buckets(results, 10*time.Millisecond)
+}
+
+// runSpan is from the earliest start to the latest completion.
+func runSpan(results []Result) time.Duration {
 	if len(results) == 0 {
-		return nil
+		return 0
+	}
+	t0, t1 := results[0].Start, results[0].Start
+	for _, r := range results {
+		if r.Start.Before(t0) {
+			t0 = r.Start
+		}
+		if end := r.Start.Add(r.Latency); end.After(t1) {
+			t1 = end
+		}
+	}
+	return t1.Sub(t0)
+}
+
+// Buckets cuts results into buckets of width by the time they finished.
+func Buckets(results []Result, width time.Duration) Series {
+	s := Series{Width: width}
+	if len(results) == 0 {
+		return s
 	}
 	t0 := results[0].Start
 	for _, r := range results {
@@ -127,21 +252,20 @@ func PerSecond(results []Result) []Second {
 		}
 	}
 	var lats [][]time.Duration
-	var out []Second
 	for _, r := range results {
-		i := int(r.Start.Add(r.Latency).Sub(t0) / time.Second)
-		for len(out) <= i {
-			out = append(out, Second{})
+		i := int(r.Start.Add(r.Latency).Sub(t0) / width)
+		for len(s.Buckets) <= i {
+			s.Buckets = append(s.Buckets, Bucket{})
 			lats = append(lats, nil)
 		}
 		if r.Err == nil {
-			out[i].Completed++
+			s.Buckets[i].Completed++
 		}
 		lats[i] = append(lats[i], r.Latency)
 	}
-	for i := range out {
+	for i := range s.Buckets {
 		slices.Sort(lats[i])
-		out[i].P99 = Percentile(lats[i], 99)
+		s.Buckets[i].P99 = Percentile(lats[i], 99)
 	}
-	return out
+	return s
 }

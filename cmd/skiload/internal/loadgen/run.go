@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 )
 
 // Exit codes.
@@ -178,15 +180,11 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	client := NewHTTPClient(c.Phases.Workers(), c.Timeout)
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
+	server := serverURL(base)
 	send := func(ctx context.Context, r Ride) Result {
-		url := fmt.Sprintf("%s/skiers/%d/seasons/%d/days/%d/skiers/%d", base, r.ResortID, r.Season, r.Day, r.SkierID)
-		body := []byte(fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.Time, r.LiftID))
 		return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			return req, err
+			return withContext(ctx)(apiclient.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
+				apiclient.LiftRide{Time: &r.Time, LiftID: &r.LiftID}))
 		}, false)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -226,29 +224,49 @@ func verify(ctx context.Context, c Config, res []Result, stdout io.Writer) bool 
 	return v.Lost() == 0
 }
 
-// GetCase is one GET test case: a name and how to build a random request.
+// GetCase is one GET test case: a name and how to build a random request
+// (with the generated client's builders, against serverURL(base)).
 type GetCase struct {
-	Name string
-	URL  func(base string, rng *rand.Rand, g Ranges) string
+	Name    string
+	Request func(server string, rng *rand.Rand, g Ranges) (*http.Request, error)
 }
 
 // GetCases are the three GET test cases of the design notes.
 var GetCases = []GetCase{
-	{"GET skier day vertical", func(base string, rng *rand.Rand, g Ranges) string {
-		return fmt.Sprintf("%s/skiers/%d/seasons/%d/days/%d/skiers/%d", base, g.Resorts.pick(rng), g.Season, g.Days.pick(rng), g.Skiers.pick(rng))
+	{"GET skier day vertical", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
+		return apiclient.NewGetSkierDayVerticalRequest(server, g.Resorts.pick(rng), itoa(g.Season), itoa(g.Days.pick(rng)), g.Skiers.pick(rng))
 	}},
-	{"GET skier season totals", func(base string, rng *rand.Rand, g Ranges) string {
-		return fmt.Sprintf("%s/skiers/%d/vertical?resort=%d", base, g.Skiers.pick(rng), g.Resorts.pick(rng))
+	{"GET skier season totals", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
+		return apiclient.NewGetSkierResortTotalsRequest(server, g.Skiers.pick(rng), &apiclient.GetSkierResortTotalsParams{Resort: []string{itoa(g.Resorts.pick(rng))}})
 	}},
-	{"GET unique skiers per resort-day", func(base string, rng *rand.Rand, g Ranges) string {
-		return fmt.Sprintf("%s/resorts/%d/seasons/%d/day/%d/skiers", base, g.Resorts.pick(rng), g.Season, g.Days.pick(rng))
+	{"GET unique skiers per resort-day", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
+		return apiclient.NewGetResortSkiersDayRequest(server, g.Resorts.pick(rng), g.Season, g.Days.pick(rng))
 	}},
 }
+
+// serverURL is the base URL as the generated request builders want it: they
+// resolve "./path" against it, so a base without a trailing slash would lose
+// its last path segment (http://host/api + ./skiers = http://host/skiers).
+func serverURL(base string) string { return strings.TrimRight(base, "/") + "/" }
+
+// withContext adapts a generated builder's (request, error) to the Caller,
+// which builds a fresh request for every attempt under the attempt's context.
+func withContext(ctx context.Context) func(*http.Request, error) (*http.Request, error) {
+	return func(req *http.Request, err error) (*http.Request, error) {
+		if err != nil {
+			return nil, err
+		}
+		return req.WithContext(ctx), nil
+	}
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	client := NewHTTPClient(c.GetWorkers, c.Timeout)
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
+	server := serverURL(c.URL)
 	code := ExitOK
 	var all []Result
 	for i, gc := range GetCases {
@@ -257,9 +275,9 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			rngs[w] = rand.New(rand.NewPCG(c.Seed, uint64(i)<<32|uint64(w)))
 		}
 		call := func(ctx context.Context, w int) Result {
-			url := gc.URL(c.URL, rngs[w], c.Ranges)
+			req, err := gc.Request(server, rngs[w], c.Ranges)
 			return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-				return http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				return withContext(ctx)(req, err)
 			}, false)
 		}
 		stop := p.Start(ctx, gc.Name, c.GetWorkers*c.GetRequests)
@@ -309,7 +327,8 @@ func writeOutputs(c Config, method string, res []Result) error {
 	return errors.Join(
 		write(c.CSV, func(w io.Writer) error { return WriteCSV(w, method, res) }),
 		write(c.Chart, func(w io.Writer) error {
-			return WriteChart(w, fmt.Sprintf("skiload %s %s: successful requests and p99 latency per second", method, c.URL), PerSecond(res))
+			series := ChartSeries(res)
+			return WriteChart(w, fmt.Sprintf("skiload %s %s: successful requests/s and p99 latency per %s", method, c.URL, series.Width), series)
 		}),
 	)
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 )
 
 type resortDay struct{ Resort, Season, Day int32 }
@@ -78,12 +80,8 @@ func (v Verdict) Print(w io.Writer) {
 	fmt.Fprintf(w, "lost: %d\n", v.Lost())
 }
 
-// Readiness is /readyz's answer.
-type Readiness struct {
-	Status     string            `json:"status"`
-	QueueDepth int64             `json:"queueDepth"`
-	Checks     map[string]string `json:"checks"`
-}
+// Readiness is /readyz's answer, as the spec defines it.
+type Readiness = apiclient.Readiness
 
 // WaitDrained polls /readyz until the queue depth is 0 or the deadline
 // passes, and returns how long it waited: called right after the last POST,
@@ -95,7 +93,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 	wait := 10 * time.Millisecond
 	last := "no answer yet"
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+		req, err := withContext(ctx)(apiclient.NewGetReadyzRequest(serverURL(base)))
 		if err != nil {
 			return time.Since(start), fmt.Errorf("readyz request: %w", err)
 		}
@@ -127,21 +125,25 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 // of up to sample skier-days (chosen with seed) against the expectation.
 func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample int, seed uint64) (Verdict, error) {
 	var v Verdict
-	get := func(url string) (int, []byte, error) {
+	server := serverURL(base)
+	get := func(req *http.Request, err error) (string, int, []byte, error) {
+		if err != nil {
+			return "", 0, nil, fmt.Errorf("build request: %w", err)
+		}
+		url := req.URL.String()
 		res := c.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-			return http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			return req.WithContext(ctx), nil
 		}, true)
 		if res.Err != nil && res.Status != http.StatusNotFound {
-			return res.Status, nil, fmt.Errorf("GET %s: %w", url, res.Err)
+			return url, res.Status, nil, fmt.Errorf("GET %s: %w", url, res.Err)
 		}
-		return res.Status, res.Body, nil
+		return url, res.Status, res.Body, nil
 	}
 	rds := slices.SortedFunc(maps.Keys(e.UniqueSkiers), func(a, b resortDay) int {
 		return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day))
 	})
 	for _, rd := range rds {
-		url := fmt.Sprintf("%s/resorts/%d/seasons/%d/day/%d/skiers", base, rd.Resort, rd.Season, rd.Day)
-		_, body, err := get(url)
+		url, _, body, err := get(apiclient.NewGetResortSkiersDayRequest(server, rd.Resort, rd.Season, rd.Day))
 		if err != nil {
 			return v, err
 		}
@@ -162,8 +164,7 @@ func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample i
 	rng := rand.New(rand.NewPCG(seed, seed^0xfeed))
 	rng.Shuffle(len(days), func(i, j int) { days[i], days[j] = days[j], days[i] })
 	for _, sd := range days[:min(sample, len(days))] {
-		url := fmt.Sprintf("%s/skiers/%d/seasons/%d/days/%d/skiers/%d", base, sd.Resort, sd.Season, sd.Day, sd.Skier)
-		status, body, err := get(url)
+		url, status, body, err := get(apiclient.NewGetSkierDayVerticalRequest(server, sd.Resort, itoa(sd.Season), itoa(sd.Day), sd.Skier))
 		if err != nil {
 			return v, err
 		}
