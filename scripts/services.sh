@@ -56,6 +56,32 @@ if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
 fi
 
+# CloudFormation's resource specification (npm @aws-cdk/cfnspec, pinned in
+# deploy/cfnspec): deploy/cfnspec_test.go checks the template against it.
+if [ ! -f deploy/cfnspec/node_modules/@aws-cdk/cfnspec/spec/specification.json ]; then
+  echo "services: installing the CloudFormation specification (npm ci --prefix deploy/cfnspec)"
+  npm ci --prefix deploy/cfnspec --no-audit --no-fund >/dev/null || fail "npm ci --prefix deploy/cfnspec failed"
+fi
+
+# promtool checks and unit-tests the Prometheus alert rules
+# (deploy/prometheus). Debian's prometheus package provides it; it is
+# installed only when missing (the package is large), and not started.
+if ! command -v promtool >/dev/null; then
+  command -v apt-get >/dev/null || fail "promtool is not installed and there is no apt-get to install it (Debian package prometheus)"
+  echo "services: installing promtool (apt-get install prometheus)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >/dev/null \
+    || fail "promtool is not installed and apt-get install prometheus failed"
+  command -v promtool >/dev/null || fail "apt-get installed prometheus but promtool is not on PATH"
+fi
+
+# systemd-analyze checks the hardening of deploy/systemd's units.
+if ! command -v systemd-analyze >/dev/null; then
+  command -v apt-get >/dev/null || fail "systemd-analyze is not installed and there is no apt-get to install it (Debian package systemd)"
+  echo "services: installing systemd-analyze (apt-get install systemd)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; } >/dev/null \
+    || fail "systemd-analyze is not installed and apt-get install systemd failed"
+fi
+
 # Redis: the cache contract suite and the --cache redis end-to-end test.
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 if ! redis_up; then
