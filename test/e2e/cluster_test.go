@@ -31,15 +31,16 @@ const clusterScript = "../../scripts/rabbitmq-cluster.sh"
 
 // cluster is a three-node RabbitMQ cluster of this test's own.
 type cluster struct {
-	dir  string
-	urls [3]string
+	dir   string
+	ports []int
+	urls  []string
 }
 
-// freeClusterPorts finds three AMQP ports whose distribution ports (+10000,
-// the script's rule) are free too.
-func freeClusterPorts(t *testing.T) [3]int {
+// freeClusterPorts finds n AMQP ports whose AMQPS (+1) and distribution
+// ports (+10000), the script's rules, are free too.
+func freeClusterPorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports [3]int
+	ports := make([]int, n)
 	free := func(p int) bool {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
@@ -48,9 +49,10 @@ func freeClusterPorts(t *testing.T) [3]int {
 		ln.Close()
 		return true
 	}
-	for i := 0; i < 3; {
+	for i := 0; i < n; {
 		p := 20000 + rand.IntN(20000)
-		if free(p) && free(p+10000) && !slices.Contains(ports[:i], p) {
+		taken := slices.ContainsFunc(ports[:i], func(q int) bool { return p >= q-1 && p <= q+1 })
+		if !taken && free(p) && free(p+1) && free(p+10000) {
 			ports[i] = p
 			i++
 		}
@@ -66,10 +68,10 @@ func (c *cluster) run(t *testing.T, timeout time.Duration, args ...string) (stri
 	return string(out), err
 }
 
-// startCluster starts the nodes and joins them; they are stopped when the
-// test ends, whatever its outcome (the stop is registered before the
-// start, so a half-started cluster is stopped too).
-func startCluster(t *testing.T) *cluster {
+// startClusterOf starts n nodes (1 to 3) and joins them; they are stopped
+// when the test ends, whatever its outcome (the stop is registered before
+// the start, so a half-started cluster is stopped too).
+func startClusterOf(t *testing.T, n int) *cluster {
 	t.Helper()
 	if _, err := os.Stat("/usr/lib/rabbitmq/bin/rabbitmq-server"); err != nil {
 		t.Fatalf("the cluster test needs the machine's RabbitMQ packages (apt-get install rabbitmq-server): %v", err)
@@ -80,13 +82,14 @@ func startCluster(t *testing.T) *cluster {
 			t.Errorf("stop the test cluster in %s: %v\n%s", c.dir, err, out)
 		}
 	})
-	ports := freeClusterPorts(t)
-	out, err := c.run(t, 4*time.Minute, "start", fmt.Sprint(ports[0]), fmt.Sprint(ports[1]), fmt.Sprint(ports[2]))
-	if err != nil {
-		t.Fatalf("start a three-node RabbitMQ cluster: %v\n%s\n%s", err, out, c.nodeLogs())
+	c.ports = freeClusterPorts(t, n)
+	args := []string{"start"}
+	for _, p := range c.ports {
+		args = append(args, fmt.Sprint(p))
+		c.urls = append(c.urls, fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", p))
 	}
-	for i, p := range ports {
-		c.urls[i] = fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", p)
+	if out, err := c.run(t, 4*time.Minute, args...); err != nil {
+		t.Fatalf("start a %d-node RabbitMQ cluster: %v\n%s\n%s", n, err, out, c.nodeLogs())
 	}
 	return c
 }
@@ -167,7 +170,7 @@ func TestClusterLeaderNodeLossLosesNoRide(t *testing.T) {
 }
 
 func leaderNodeLoss(t *testing.T, how string) {
-	c := startCluster(t)
+	c := startClusterOf(t, 3)
 	bin := buildSkiapi(t)
 	cfg, _ := postgresConfig(t)
 	prefix := fmt.Sprintf("skicluster.%d", time.Now().UnixNano())
