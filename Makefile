@@ -3,11 +3,23 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: test run generate check-generated vet fmt-check services build release
+.PHONY: test test-cluster test-deploy run generate check-generated vet fmt-check services build release
 
 ## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race
 test: services fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-cluster: the RabbitMQ failover test (three local nodes of its own,
+## the leader of the ride queues stopped and killed under load) and the
+## amqps test, alone; both also run under make test
+test-cluster: services
+	$(GO) test -race -count=1 -timeout 10m -v -run 'TestClusterLeaderNodeLossLosesNoRide|TestAMQPSWithTheBrokersCA' ./test/e2e/
+
+## test-deploy: the CloudFormation template (against CloudFormation's
+## resource specification and the code), the systemd units
+## (systemd-analyze), the Prometheus rules (promtool) and the dashboard
+test-deploy: services
+	$(GO) test -count=1 -v ./deploy/
 
 ## run: the service in memory mode on :8080
 run:

@@ -1,8 +1,14 @@
 // Package deploy holds what runs the service on AWS, not Go code:
-// aws/skidata.yaml (the CloudFormation stack of docs/operations.md) and
-// systemd/ (the units the stack's instances install). Its tests keep the
-// template honest against the code: the tables, keys and indexes must be
-// the ones adapters/dynamo creates, and the instances' IAM policy must
-// allow exactly the DynamoDB actions the adapters call, recorded by running
-// the store contract suites through a recording client.
+// aws/skidata.yaml (the CloudFormation stack of docs/operations.md),
+// systemd/ (the units the stack's instances install), prometheus/ (scrape
+// config, alert rules and their promtool unit tests), grafana/ (the
+// dashboard) and cfnspec/ (CloudFormation's resource specification, pinned
+// through npm). Its tests keep all of it honest: the template against the
+// specification (cfnspec_test.go) and against the code — the tables must be
+// the ones adapters/dynamo creates, one set per data model, and each
+// instance role's IAM policy must allow exactly the DynamoDB actions the
+// adapters call in that role, recorded by running the store contract suites
+// through a recording client (template_test.go); the units against
+// systemd-analyze (systemd_test.go); the rules and the dashboard against
+// promtool and the metrics the service serves (monitoring_test.go).
 package deploy

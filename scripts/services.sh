@@ -56,9 +56,34 @@ if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
 fi
 
-# rsvg-convert renders skiload's SVG chart in its test, which checks the
-# picture has lines (a chart can be valid XML and still show nothing).
-command -v rsvg-convert >/dev/null || fail "rsvg-convert is not installed; the skiload chart test needs it: apt-get install librsvg2-bin"
+# CloudFormation's resource specification (npm @aws-cdk/cfnspec, pinned in
+# deploy/cfnspec): deploy/cfnspec_test.go checks the template against it.
+if [ ! -f deploy/cfnspec/node_modules/@aws-cdk/cfnspec/spec/specification.json ]; then
+  echo "services: installing the CloudFormation specification (npm ci --prefix deploy/cfnspec)"
+  npm ci --prefix deploy/cfnspec --no-audit --no-fund >/dev/null || fail "npm ci --prefix deploy/cfnspec failed"
+fi
+
+# need_command CMD PACKAGE WHY: the tests use CMD, from Debian's PACKAGE;
+# it is installed when missing (apt-get update once), or make test stops
+# naming it.
+apt_updated=
+need_command() {
+  local cmd=$1 pkg=$2 why=$3
+  command -v "$cmd" >/dev/null && return 0
+  command -v apt-get >/dev/null || fail "$cmd is not installed ($why) and there is no apt-get to install Debian's $pkg"
+  echo "services: installing $cmd (apt-get install $pkg): $why"
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq >/dev/null || fail "apt-get update failed; $cmd ($pkg) is needed: $why"
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null \
+    || fail "$cmd is not installed and apt-get install $pkg failed; it is needed: $why"
+  command -v "$cmd" >/dev/null || fail "apt-get installed $pkg but $cmd is not on PATH"
+}
+
+need_command rsvg-convert librsvg2-bin "skiload's chart test renders the SVG and checks it shows lines"
+need_command promtool prometheus "checks and unit-tests the Prometheus alert rules in deploy/prometheus (the package is not started)"
+need_command systemd-analyze systemd "rates the hardening of deploy/systemd's units"
 
 # Redis: the cache contract suite and the --cache redis end-to-end test.
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }

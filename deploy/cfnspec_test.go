@@ -1,0 +1,560 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The template is checked against CloudFormation's resource specification,
+// the JSON AWS publishes and the CDK ships in the npm package
+// @aws-cdk/cfnspec (pinned in deploy/cfnspec/package-lock.json, installed by
+// scripts/services.sh). cfn-lint would do more, but it is Python and this
+// machine has no PyPI; this checks what the issue asks: every resource type
+// and property exists, required properties are present, values have the
+// specified shape, and every Ref, GetAtt, Sub variable, FindInMap, Condition
+// and DependsOn resolves.
+const specPath = "cfnspec/node_modules/@aws-cdk/cfnspec/spec/specification.json"
+
+type cfnSpec struct {
+	ResourceSpecificationVersion string
+	ResourceTypes                map[string]struct {
+		Attributes map[string]json.RawMessage
+		Properties map[string]propSpec
+	}
+	PropertyTypes map[string]struct {
+		Properties map[string]propSpec
+		// A property type that is a plain value (rare) has no Properties.
+		PrimitiveType string
+	}
+}
+
+type propSpec struct {
+	Required          bool
+	PrimitiveType     string
+	Type              string // List, Map or a property type name
+	ItemType          string
+	PrimitiveItemType string
+	// Union types (newer specification versions): any of these.
+	PrimitiveTypes []string
+	Types          []string
+	ItemTypes      []string
+}
+
+func loadSpec(t *testing.T) *cfnSpec {
+	t.Helper()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatalf("the CloudFormation resource specification is not installed (%v): run `npm ci --prefix deploy/cfnspec` (scripts/services.sh does it under make test)", err)
+	}
+	var s cfnSpec
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("%s: %v", specPath, err)
+	}
+	return &s
+}
+
+var pseudoParameters = []string{
+	"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
+	"AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix",
+}
+
+var parameterTypes = regexp.MustCompile(`^(String|Number|List<Number>|CommaDelimitedList|AWS::[A-Za-z0-9:]+|List<AWS::[A-Za-z0-9:]+>|AWS::SSM::Parameter::Value<.+>)$`)
+
+// validator collects every problem of one template, each with its path.
+type validator struct {
+	spec       *cfnSpec
+	tpl        map[string]any
+	params     map[string]any
+	resources  map[string]any
+	conditions map[string]any
+	mappings   map[string]any
+	errs       []string
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, path+": "+fmt.Sprintf(format, args...))
+}
+
+func validateTemplate(spec *cfnSpec, tpl map[string]any) []string {
+	v := &validator{spec: spec, tpl: tpl}
+	v.params, _ = tpl["Parameters"].(map[string]any)
+	v.resources, _ = tpl["Resources"].(map[string]any)
+	v.conditions, _ = tpl["Conditions"].(map[string]any)
+	v.mappings, _ = tpl["Mappings"].(map[string]any)
+	for k := range tpl {
+		if !slices.Contains([]string{"AWSTemplateFormatVersion", "Description", "Metadata", "Parameters", "Rules", "Mappings", "Conditions", "Transform", "Resources", "Outputs"}, k) {
+			v.errorf(k, "not a template section")
+		}
+	}
+	if len(v.resources) == 0 {
+		v.errorf("Resources", "none")
+	}
+	for name, p := range v.params {
+		pm, _ := p.(map[string]any)
+		if typ := str(pm["Type"]); !parameterTypes.MatchString(typ) {
+			v.errorf("Parameters."+name, "type %q is not a CloudFormation parameter type", typ)
+		}
+		if d, ok := pm["Default"]; ok {
+			if allowed := list(pm["AllowedValues"]); len(allowed) > 0 && !slices.Contains(allowed, d) {
+				v.errorf("Parameters."+name, "default %v is not among AllowedValues %v", d, allowed)
+			}
+		}
+	}
+	for name, c := range v.conditions {
+		v.value("Conditions."+name, c)
+	}
+	for _, name := range sortedKeys(v.resources) {
+		v.resource(name, v.resources[name])
+	}
+	for name, o := range asMap(tpl["Outputs"]) {
+		om := asMap(o)
+		if _, ok := om["Value"]; !ok {
+			v.errorf("Outputs."+name, "no Value")
+		}
+		v.checkCondition("Outputs."+name, om["Condition"])
+		v.value("Outputs."+name+".Value", om["Value"])
+	}
+	sort.Strings(v.errs)
+	return v.errs
+}
+
+func (v *validator) resource(name string, r any) {
+	path := "Resources." + name
+	rm := asMap(r)
+	for k := range rm {
+		if !slices.Contains([]string{"Type", "Properties", "DependsOn", "Condition", "DeletionPolicy", "UpdateReplacePolicy", "UpdatePolicy", "CreationPolicy", "Metadata"}, k) {
+			v.errorf(path, "unknown resource attribute %q", k)
+		}
+	}
+	typ := str(rm["Type"])
+	rs, ok := v.spec.ResourceTypes[typ]
+	if !ok {
+		v.errorf(path, "resource type %q is not in the CloudFormation specification", typ)
+		return
+	}
+	v.checkCondition(path+".Condition", rm["Condition"])
+	for _, d := range anyList(rm["DependsOn"]) {
+		if d != nil && v.resources[str(d)] == nil {
+			v.errorf(path+".DependsOn", "%v is not a resource", d)
+		}
+	}
+	for _, policy := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
+		if p, ok := rm[policy]; ok && !slices.Contains([]any{"Delete", "Retain", "Snapshot", "RetainExceptOnCreate"}, p) {
+			v.errorf(path+"."+policy, "%v is not a deletion policy", p)
+		}
+	}
+	v.properties(path+".Properties", typ, rs.Properties, rm["Properties"])
+	v.value(path+".UpdatePolicy", rm["UpdatePolicy"])
+}
+
+// properties checks an object against the property specs of its type.
+func (v *validator) properties(path, owner string, specs map[string]propSpec, val any) {
+	if v.intrinsic(path, val) {
+		return
+	}
+	m, ok := val.(map[string]any)
+	if val == nil {
+		m, ok = map[string]any{}, true
+	}
+	if !ok {
+		v.errorf(path, "want an object, have %T", val)
+		return
+	}
+	for _, name := range sortedKeys(specs) {
+		if _, present := m[name]; specs[name].Required && !present {
+			v.errorf(path, "required property %s missing", name)
+		}
+	}
+	for _, name := range sortedKeys(m) {
+		ps, ok := specs[name]
+		if !ok {
+			v.errorf(path, "%s has no property %s", owner, name)
+			continue
+		}
+		v.property(path+"."+name, owner, ps, m[name])
+	}
+}
+
+func (v *validator) property(path, owner string, ps propSpec, val any) {
+	if v.intrinsic(path, val) {
+		return
+	}
+	resourceType, _, _ := strings.Cut(owner, ".")
+	switch {
+	case len(ps.PrimitiveTypes)+len(ps.Types)+len(ps.ItemTypes) > 0:
+		v.value(path, val) // a union: only the references are checked
+	case ps.PrimitiveType != "":
+		v.primitive(path, ps.PrimitiveType, val)
+	case ps.Type == "List":
+		items, ok := val.([]any)
+		if !ok {
+			v.errorf(path, "want a list, have %T", val)
+			return
+		}
+		for i, it := range items {
+			v.item(fmt.Sprintf("%s[%d]", path, i), resourceType, ps.ItemType, ps.PrimitiveItemType, it)
+		}
+	case ps.Type == "Map":
+		m, ok := val.(map[string]any)
+		if !ok {
+			v.errorf(path, "want a map, have %T", val)
+			return
+		}
+		for k, it := range m {
+			v.item(path+"."+k, resourceType, ps.ItemType, ps.PrimitiveItemType, it)
+		}
+	case ps.Type != "":
+		v.item(path, resourceType, ps.Type, "", val)
+	default:
+		v.value(path, val)
+	}
+}
+
+// item checks a value of a named property type or a primitive.
+func (v *validator) item(path, resourceType, typ, primitive string, val any) {
+	if v.intrinsic(path, val) {
+		return
+	}
+	if primitive != "" {
+		v.primitive(path, primitive, val)
+		return
+	}
+	name := resourceType + "." + typ
+	pt, ok := v.spec.PropertyTypes[name]
+	if !ok {
+		name = typ // shared types such as Tag
+		pt, ok = v.spec.PropertyTypes[typ]
+	}
+	if !ok {
+		v.errorf(path, "property type %s is not in the specification", typ)
+		return
+	}
+	if pt.PrimitiveType != "" {
+		v.primitive(path, pt.PrimitiveType, val)
+		return
+	}
+	v.properties(path, name, pt.Properties, val)
+}
+
+func (v *validator) primitive(path, typ string, val any) {
+	if v.intrinsic(path, val) {
+		return
+	}
+	bad := false
+	switch typ {
+	case "String", "Timestamp":
+		switch val.(type) {
+		case string, int, float64, bool: // CloudFormation turns scalars into strings
+		default:
+			bad = true
+		}
+	case "Integer", "Long", "Double":
+		switch x := val.(type) {
+		case int, float64:
+		case string:
+			_, err := strconv.ParseFloat(x, 64)
+			bad = err != nil || (typ != "Double" && strings.Contains(x, "."))
+		default:
+			bad = true
+		}
+	case "Boolean":
+		switch x := val.(type) {
+		case bool:
+		case string:
+			bad = x != "true" && x != "false"
+		default:
+			bad = true
+		}
+	case "Json":
+		switch val.(type) {
+		case map[string]any, string:
+			v.value(path, val)
+		default:
+			bad = true
+		}
+	}
+	if bad {
+		v.errorf(path, "%v (%T) is not a %s", val, val, typ)
+	}
+}
+
+// intrinsic checks val if it is an intrinsic function call ({"Ref": x},
+// {"Fn::...": ...}) and reports whether it was one: its result's type is
+// known only at deploy time.
+func (v *validator) intrinsic(path string, val any) bool {
+	m, ok := val.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	for k := range m {
+		if k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::") {
+			v.value(path, val)
+			return true
+		}
+	}
+	return false
+}
+
+// value walks any value, checking every intrinsic function in it.
+func (v *validator) value(path string, val any) {
+	switch x := val.(type) {
+	case []any:
+		for i, it := range x {
+			v.value(fmt.Sprintf("%s[%d]", path, i), it)
+		}
+	case map[string]any:
+		if len(x) == 1 {
+			for k, arg := range x {
+				if v.function(path, k, arg) {
+					return
+				}
+			}
+		}
+		for k, it := range x {
+			v.value(path+"."+k, it)
+		}
+	}
+}
+
+// function checks one intrinsic function; false if k is not one.
+func (v *validator) function(path, k string, arg any) bool {
+	switch k {
+	case "Ref":
+		v.checkRef(path, str(arg))
+	case "Condition":
+		v.checkCondition(path, arg)
+	case "Fn::GetAtt":
+		parts := list(arg)
+		if len(parts) != 2 {
+			v.errorf(path, "Fn::GetAtt wants [resource, attribute], has %v", arg)
+			return true
+		}
+		v.checkGetAtt(path, str(parts[0]), str(parts[1]))
+	case "Fn::Sub":
+		v.checkSub(path, arg)
+	case "Fn::If":
+		parts := list(arg)
+		if len(parts) != 3 {
+			v.errorf(path, "Fn::If wants [condition, then, else], has %v", arg)
+			return true
+		}
+		v.checkCondition(path, parts[0])
+		v.value(path+"(then)", parts[1])
+		v.value(path+"(else)", parts[2])
+	case "Fn::FindInMap":
+		parts := list(arg)
+		if len(parts) != 3 {
+			v.errorf(path, "Fn::FindInMap wants [map, key, key], has %v", arg)
+			return true
+		}
+		m, ok := v.mappings[str(parts[0])].(map[string]any)
+		if !ok {
+			v.errorf(path, "Fn::FindInMap: no mapping %v", parts[0])
+		}
+		v.value(path, parts[1])
+		v.value(path, parts[2])
+		// With a literal top-level key the entry must exist; with !Ref of a
+		// parameter, every allowed value must have one.
+		var keys []any
+		if ref, ok := parts[1].(map[string]any); ok && ref["Ref"] != nil {
+			keys = list(asMap(v.params[str(ref["Ref"])])["AllowedValues"])
+		} else if s, ok := parts[1].(string); ok {
+			keys = []any{s}
+		}
+		for _, key := range keys {
+			entry, ok := m[str(key)].(map[string]any)
+			if !ok {
+				v.errorf(path, "Fn::FindInMap: mapping %v has no key %v", parts[0], key)
+				continue
+			}
+			if s, ok := parts[2].(string); ok && entry[s] == nil {
+				v.errorf(path, "Fn::FindInMap: mapping %v.%v has no %s", parts[0], key, s)
+			}
+		}
+	case "Fn::Equals", "Fn::And", "Fn::Or", "Fn::Not", "Fn::Select", "Fn::Join", "Fn::Split",
+		"Fn::Base64", "Fn::GetAZs", "Fn::Cidr", "Fn::ImportValue", "Fn::Length", "Fn::ToJsonString":
+		v.value(path, arg)
+	default:
+		if strings.HasPrefix(k, "Fn::") {
+			v.errorf(path, "%s is not an intrinsic function", k)
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+func (v *validator) checkRef(path, name string) {
+	if slices.Contains(pseudoParameters, name) || v.params[name] != nil || v.resources[name] != nil {
+		return
+	}
+	v.errorf(path, "Ref %s is not a parameter, resource or pseudo parameter", name)
+}
+
+func (v *validator) checkCondition(path string, c any) {
+	if c == nil {
+		return
+	}
+	if _, ok := v.conditions[str(c)]; !ok {
+		v.errorf(path, "condition %v is not defined", c)
+	}
+}
+
+func (v *validator) checkGetAtt(path, resource, attr string) {
+	r, ok := v.resources[resource].(map[string]any)
+	if !ok {
+		v.errorf(path, "GetAtt %s.%s: no resource %s", resource, attr, resource)
+		return
+	}
+	rs, ok := v.spec.ResourceTypes[str(r["Type"])]
+	if !ok {
+		return // reported with the resource
+	}
+	if _, ok := rs.Attributes[attr]; !ok {
+		var have []string
+		for a := range rs.Attributes {
+			have = append(have, a)
+		}
+		sort.Strings(have)
+		v.errorf(path, "GetAtt %s.%s: %s has no attribute %s (it has %v)", resource, attr, r["Type"], attr, have)
+	}
+}
+
+// subVar is a ${...} of Fn::Sub; ${!...} is a literal and not matched.
+var subVar = regexp.MustCompile(`\$\{([^!}][^}]*)\}`)
+
+func (v *validator) checkSub(path string, arg any) {
+	var tmpl string
+	vars := map[string]any{}
+	switch x := arg.(type) {
+	case string:
+		tmpl = x
+	case []any:
+		if len(x) != 2 {
+			v.errorf(path, "Fn::Sub wants a string or [string, variables]")
+			return
+		}
+		tmpl = str(x[0])
+		vars = asMap(x[1])
+		v.value(path+"(variables)", x[1])
+	default:
+		v.errorf(path, "Fn::Sub wants a string or [string, variables], has %T", arg)
+		return
+	}
+	for _, m := range subVar.FindAllStringSubmatch(tmpl, -1) {
+		name := strings.TrimSpace(m[1])
+		if _, ok := vars[name]; ok {
+			continue
+		}
+		if res, attr, ok := strings.Cut(name, "."); ok && !strings.HasPrefix(name, "AWS::") {
+			v.checkGetAtt(path+" ${"+name+"}", res, attr)
+			continue
+		}
+		v.checkRef(path+" ${"+name+"}", name)
+	}
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestTemplateConformsToTheCloudFormationSpecification(t *testing.T) {
+	spec := loadSpec(t)
+	tpl := loadTemplate(t)
+	t.Logf("CloudFormation resource specification %s", spec.ResourceSpecificationVersion)
+	for _, e := range validateTemplate(spec, tpl) {
+		t.Error(e)
+	}
+}
+
+// The validator itself: a template with one mistake of each kind it looks
+// for must be refused with each named, so a green run above means
+// something.
+func TestSpecValidatorFindsEachKindOfMistake(t *testing.T) {
+	spec := loadSpec(t)
+	const broken = `
+Parameters:
+  Name: { Type: String, Default: b, AllowedValues: [a, c] }
+  Odd: { Type: Strnig }
+Conditions:
+  IsA: !Equals [!Ref Name, a]
+Mappings:
+  M: { a: { K: v } }
+Resources:
+  Topic:
+    Type: AWS::SNS::Topicc
+  Queue:
+    Type: AWS::SQS::Queue
+    Condition: Missing
+    DependsOn: Nowhere
+    Properties:
+      QueueName: !Sub "${Name}-${Nope}-${Queue.Arnn}-${!Literal}"
+      DelaySecondz: 3
+      MessageRetentionPeriod: lots
+      FifoQueue: !If [IsB, true, false]
+  Table:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      KeySchema:
+        - { AttributeName: id }
+      BillingMode: !FindInMap [M, !Ref Name, X]
+  Alarm:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      ComparisonOperator: GreaterThanThreshold
+      EvaluationPeriods: 1
+      AlarmActions: [!GetAtt Queue.Nothing, !Ref Ghost]
+`
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(broken), &doc); err != nil {
+		t.Fatal(err)
+	}
+	val, err := cfnValue(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := strings.Join(validateTemplate(spec, val.(map[string]any)), "\n")
+	for _, want := range []string{
+		`Parameters.Name: default b is not among AllowedValues`,
+		`Parameters.Odd: type "Strnig"`,
+		`Resources.Topic: resource type "AWS::SNS::Topicc" is not in`,
+		`Resources.Queue.Condition: condition Missing is not defined`,
+		`Resources.Queue.DependsOn: Nowhere is not a resource`,
+		`${Nope}: Ref Nope is not`,
+		`${Queue.Arnn}: GetAtt Queue.Arnn: AWS::SQS::Queue has no attribute Arnn`,
+		`AWS::SQS::Queue has no property DelaySecondz`,
+		`MessageRetentionPeriod: lots (string) is not a Integer`,
+		`FifoQueue: condition IsB is not defined`,
+		`KeySchema[0]: required property KeyType missing`,
+		`Fn::FindInMap: mapping M has no key c`,
+		`Fn::FindInMap: mapping M.a has no X`,
+		`GetAtt Queue.Nothing`,
+		`Ref Ghost is not a parameter`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the validator did not report %q; it reported:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "Literal") {
+		t.Errorf("${!Literal} is a literal in Fn::Sub, not a reference; reported:\n%s", errs)
+	}
+}
