@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 	"github.com/skidata/skidata/app/compose"
 )
 
@@ -64,7 +65,45 @@ type Response struct {
 	Body   []byte
 }
 
-// Call sends one request and reads the whole answer.
+// Request is a request made by one of the generated client's builders
+// (apiclient.NewXxxRequest), or the error it gave; Req wraps the two so a
+// builder's call can be passed straight to Send.
+type Request struct {
+	req *http.Request
+	err error
+}
+
+// Req wraps a builder's result for Send.
+func Req(req *http.Request, err error) Request { return Request{req, err} }
+
+// Send sends a request made with the generated client (so the route is
+// spelled by openapi.yaml, not by the test) and reads the whole answer.
+func Send(t *testing.T, r Request) Response {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("build request: %v", r.err)
+	}
+	resp, err := http.DefaultClient.Do(r.req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.req.Method, r.req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// JSON is a raw request body for the generated WithBody builders: the error
+// cases send bodies the spec's types cannot hold.
+func JSON(body string) (string, io.Reader) { return "application/json", strings.NewReader(body) }
+
+// Call sends one request to a URL the caller spelled, and reads the whole
+// answer. The suite uses it only for what the generated client cannot
+// express: path values of the wrong type ("abc" for an integer id), routes
+// and methods that are not in the spec, and /metrics (outside the spec on
+// purpose).
 func Call(t *testing.T, method, url, body string) Response {
 	t.Helper()
 	var rd io.Reader
@@ -147,15 +186,16 @@ type ride struct {
 	time, lift    int32
 }
 
-func (r ride) url(base string) string {
-	return fmt.Sprintf("%s/skiers/%d/seasons/%s/days/%s/skiers/%d", base, r.resort, r.season, r.day, r.skier)
+// dayVertical is the GET of the ride's skier-day vertical.
+func (r ride) dayVertical(server string) Request {
+	return Req(apiclient.NewGetSkierDayVerticalRequest(server, r.resort, r.season, r.day, r.skier))
 }
 
 func post(t *testing.T, base string, r ride) {
 	t.Helper()
-	resp := Call(t, "POST", r.url(base), fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift))
+	resp := Send(t, Req(apiclient.NewWriteNewLiftRideRequest(apiclient.ServerURL(base), r.resort, r.season, r.day, r.skier, apiclient.LiftRide{Time: &r.time, LiftID: &r.lift})))
 	if resp.Status != http.StatusCreated {
-		t.Fatalf("POST %s: status %d, body %s; want 201", r.url(base), resp.Status, resp.Body)
+		t.Fatalf("POST ride %+v: status %d, body %s; want 201", r, resp.Status, resp.Body)
 	}
 }
 
@@ -180,7 +220,7 @@ func testResorts(t *testing.T, base string) {
 			ResortName string
 			ResortID   int32
 		}
-	}](t, Call(t, "GET", base+"/resorts", ""))
+	}](t, Send(t, Req(apiclient.NewGetResortsRequest(apiclient.ServerURL(base)))))
 	if len(got.Resorts) < 10 {
 		t.Fatalf("resorts = %+v; want the ten demo resorts", got.Resorts)
 	}
@@ -192,76 +232,95 @@ func testResorts(t *testing.T, base string) {
 }
 
 func testSeasons(t *testing.T, base string) {
-	seasons := func(id int) []string {
-		return decode[struct{ Seasons []string }](t, Call(t, "GET", fmt.Sprintf("%s/resorts/%d/seasons", base, id), "")).Seasons
+	s := apiclient.ServerURL(base)
+	seasons := func(id int32) []string {
+		return decode[struct{ Seasons []string }](t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, id)))).Seasons
+	}
+	addSeason := func(id int32, body string) Response {
+		ct, rd := JSON(body)
+		return Send(t, Req(apiclient.NewAddSeasonRequestWithBody(s, id, ct, rd)))
 	}
 	if got := seasons(2); !slices.Equal(got, []string{"2024", "2025"}) {
 		t.Errorf("seasons of resort 2 = %v; want [2024 2025]", got)
 	}
-	r := Call(t, "POST", base+"/resorts/2/seasons", `{"year":"2026"}`)
+	r := addSeason(2, `{"year":"2026"}`)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("addSeason: %d %s; want 201", r.Status, r.Body)
 	}
 	if got := seasons(2); !slices.Equal(got, []string{"2024", "2025", "2026"}) {
 		t.Errorf("seasons after adding 2026 = %v", got)
 	}
-	if r := Call(t, "POST", base+"/resorts/2/seasons", `{"year":"2026"}`); r.Status != http.StatusCreated {
+	if r := addSeason(2, `{"year":"2026"}`); r.Status != http.StatusCreated {
 		t.Errorf("adding a season again: %d %s; want 201 (idempotent)", r.Status, r.Body)
 	}
 	// A ride in the new season is now accepted.
 	post(t, base, ride{resort: 2, skier: 77, season: "2026", day: "3", time: 5, lift: 5})
 
-	expectError(t, Call(t, "GET", base+"/resorts/999/seasons", ""), 404, "resort 999 does not exist")
-	expectError(t, Call(t, "GET", base+"/resorts/0/seasons", ""), 400, "resortID must be a positive integer")
-	expectError(t, Call(t, "GET", base+"/resorts/abc/seasons", ""), 400, "resortID must be a whole number")
-	expectError(t, Call(t, "POST", base+"/resorts/999/seasons", `{"year":"2026"}`), 404, "resort 999 does not exist")
-	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{}`), 400, "year is required")
-	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"26"}`), 400, "four-digit year")
-	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":2026}`), 400, "must be a string")
-	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":`), 400, "not valid JSON")
-	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"2027","pad":"`+strings.Repeat("x", 5000)+`"}`), 413, "limit")
+	expectError(t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, 999))), 404, "resort 999 does not exist")
+	expectError(t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, 0))), 400, "resortID must be a positive integer")
+	expectError(t, Call(t, "GET", base+"/resorts/abc/seasons", ""), 400, "resortID must be a whole number") // not an int32: no builder can send it
+	expectError(t, addSeason(999, `{"year":"2026"}`), 404, "resort 999 does not exist")
+	expectError(t, addSeason(1, `{}`), 400, "year is required")
+	expectError(t, addSeason(1, `{"year":"26"}`), 400, "four-digit year")
+	expectError(t, addSeason(1, `{"year":2026}`), 400, "must be a string")
+	expectError(t, addSeason(1, `{"year":`), 400, "not valid JSON")
+	expectError(t, addSeason(1, `{"year":"2027","pad":"`+strings.Repeat("x", 5000)+`"}`), 413, "limit")
 }
 
 func testWriteErrors(t *testing.T, base string, skier int32) {
+	s := apiclient.ServerURL(base)
 	good := ride{resort: 1, skier: skier, season: "2024", day: "1"}
-	url := good.url(base)
 	body := `{"time":10,"liftID":5}`
+	// at is the good ride with one path value changed.
+	at := func(change func(*ride)) ride { r := good; change(&r); return r }
 	cases := []struct {
-		name, url, body, want string
-		status                int
+		name       string
+		ride       ride
+		body, want string
+		status     int
 	}{
-		{"day zero", strings.Replace(url, "/days/1/", "/days/0/", 1), body, "dayID must be between 1 and 366", 400},
-		{"day 367", strings.Replace(url, "/days/1/", "/days/367/", 1), body, "dayID must be between 1 and 366", 400},
-		{"day not a number", strings.Replace(url, "/days/1/", "/days/monday/", 1), body, "dayID must be a whole number", 400},
-		{"season not a year", strings.Replace(url, "/seasons/2024/", "/seasons/24/", 1), body, "seasonID must be a four-digit year", 400},
-		{"resort zero", strings.Replace(url, "/skiers/1/", "/skiers/0/", 1), body, "resortID must be a positive integer", 400},
-		{"resort not a number", strings.Replace(url, "/skiers/1/", "/skiers/one/", 1), body, "resortID must be a whole number", 400},
-		{"resort over int32", strings.Replace(url, "/skiers/1/", "/skiers/4294967296/", 1), body, "resortID must be a whole number that fits in 32 bits", 400},
-		{"skier negative", fmt.Sprintf("%s/skiers/1/seasons/2024/days/1/skiers/-4", base), body, "skierID must be a positive integer", 400},
-		{"lift missing", url, `{"time":10}`, "liftID is required", 400},
-		{"time missing", url, `{"liftID":5}`, "time is required", 400},
-		{"time negative", url, `{"time":-1,"liftID":5}`, "time must be zero or positive", 400},
-		{"lift zero", url, `{"time":1,"liftID":0}`, "liftID must be a positive integer", 400},
-		{"lift wrong type", url, `{"time":1,"liftID":"five"}`, "liftID must be an integer", 400},
-		{"lift not whole", url, `{"time":1,"liftID":1.5}`, "liftID must be an integer", 400},
-		{"malformed JSON", url, `{"time":1,`, "not valid JSON", 400},
-		{"not JSON at all", url, `time=1`, "not valid JSON", 400},
-		{"empty body", url, ``, "request body is required", 400},
-		{"body over 4 KiB", url, `{"time":1,"liftID":2,"x":"` + strings.Repeat("y", 5000) + `"}`, "limit", 413},
-		{"unknown resort", strings.Replace(url, "/skiers/1/", "/skiers/999/", 1), body, "resort 999 does not exist", 404},
-		{"unregistered season", strings.Replace(url, "/seasons/2024/", "/seasons/1999/", 1), body, "season 1999 is not registered for resort 1", 404},
+		{"day zero", at(func(r *ride) { r.day = "0" }), body, "dayID must be between 1 and 366", 400},
+		{"day 367", at(func(r *ride) { r.day = "367" }), body, "dayID must be between 1 and 366", 400},
+		{"day not a number", at(func(r *ride) { r.day = "monday" }), body, "dayID must be a whole number", 400},
+		{"season not a year", at(func(r *ride) { r.season = "24" }), body, "seasonID must be a four-digit year", 400},
+		{"resort zero", at(func(r *ride) { r.resort = 0 }), body, "resortID must be a positive integer", 400},
+		{"skier negative", at(func(r *ride) { r.skier = -4 }), body, "skierID must be a positive integer", 400},
+		{"lift missing", good, `{"time":10}`, "liftID is required", 400},
+		{"time missing", good, `{"liftID":5}`, "time is required", 400},
+		{"time negative", good, `{"time":-1,"liftID":5}`, "time must be zero or positive", 400},
+		{"lift zero", good, `{"time":1,"liftID":0}`, "liftID must be a positive integer", 400},
+		{"lift wrong type", good, `{"time":1,"liftID":"five"}`, "liftID must be an integer", 400},
+		{"lift not whole", good, `{"time":1,"liftID":1.5}`, "liftID must be an integer", 400},
+		{"malformed JSON", good, `{"time":1,`, "not valid JSON", 400},
+		{"not JSON at all", good, `time=1`, "not valid JSON", 400},
+		{"empty body", good, ``, "request body is required", 400},
+		{"body over 4 KiB", good, `{"time":1,"liftID":2,"x":"` + strings.Repeat("y", 5000) + `"}`, "limit", 413},
+		{"unknown resort", at(func(r *ride) { r.resort = 999 }), body, "resort 999 does not exist", 404},
+		{"unregistered season", at(func(r *ride) { r.season = "1999" }), body, "season 1999 is not registered for resort 1", 404},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			expectError(t, Call(t, "POST", c.url, c.body), c.status, c.want)
+			ct, rd := JSON(c.body)
+			r := c.ride
+			expectError(t, Send(t, Req(apiclient.NewWriteNewLiftRideRequestWithBody(s, r.resort, r.season, r.day, r.skier, ct, rd))), c.status, c.want)
+		})
+	}
+	// Resort ids that are not int32s: the generated client cannot send them.
+	for name, c := range map[string]struct{ resort, want string }{
+		"resort not a number": {"one", "resortID must be a whole number"},
+		"resort over int32":   {"4294967296", "resortID must be a whole number that fits in 32 bits"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expectError(t, Call(t, "POST", fmt.Sprintf("%s/skiers/%s/seasons/2024/days/1/skiers/%d", base, c.resort, skier), body), 400, c.want)
 		})
 	}
 	// None of the rejected rides reached the store.
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""), 404, "no rides")
+	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides")
 }
 
 func testReadBack(t *testing.T, base string, skier int32) {
-	day := fmt.Sprint(100 + rand.IntN(200))
+	dayNum := 100 + rand.Int32N(200)
+	day := fmt.Sprint(dayNum)
 	rides := []ride{
 		{resort: 3, skier: skier, season: "2024", day: day, time: 30, lift: 4},  // 40
 		{resort: 3, skier: skier, season: "2024", day: day, time: 10, lift: 12}, // 120
@@ -274,9 +333,17 @@ func testReadBack(t *testing.T, base string, skier int32) {
 	for _, r := range rides {
 		post(t, base, r)
 	}
-	dayURL := rides[0].url(base)
+	// totals is getSkierResortTotals of the skier over resorts and seasons (nil: every season).
+	totals := func(resorts, seasons []string) Response {
+		p := &apiclient.GetSkierResortTotalsParams{Resort: resorts}
+		if seasons != nil {
+			p.Season = &seasons
+		}
+		return Send(t, Req(apiclient.NewGetSkierResortTotalsRequest(apiclient.ServerURL(base), skier, p)))
+	}
+	s := apiclient.ServerURL(base)
 	Eventually(t, "day vertical of the posted rides", func() string {
-		r := Call(t, "GET", dayURL, "")
+		r := Send(t, rides[0].dayVertical(s))
 		if r.Status != 200 || strings.TrimSpace(string(r.Body)) != "160" {
 			return fmt.Sprintf("%d %s (want 200 160)", r.Status, r.Body)
 		}
@@ -284,14 +351,14 @@ func testReadBack(t *testing.T, base string, skier int32) {
 	})
 	// Wait for the last ride too (the queue is FIFO per skier but not across them).
 	Eventually(t, "the second skier's ride", func() string {
-		r := Call(t, "GET", rides[6].url(base), "")
+		r := Send(t, rides[6].dayVertical(s))
 		if r.Status != 200 {
 			return fmt.Sprintf("%d %s", r.Status, r.Body)
 		}
 		return ""
 	})
 	Eventually(t, "every ride stored", func() string {
-		r := Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=3&resort=4", base, skier), "")
+		r := totals([]string{"3", "4"}, nil)
 		want := `{"resorts":[{"seasonID":"2024","totalVert":240},{"seasonID":"2025","totalVert":30}]}`
 		if r.Status != 200 || strings.TrimSpace(string(r.Body)) != want {
 			return fmt.Sprintf("%d %s (want %s)", r.Status, r.Body, want)
@@ -299,26 +366,23 @@ func testReadBack(t *testing.T, base string, skier int32) {
 		return ""
 	})
 
-	if r := Call(t, "GET", strings.Replace(dayURL, "/skiers/3/", "/skiers/4/", 1), ""); strings.TrimSpace(string(r.Body)) != "70" {
+	if r := Send(t, ride{resort: 4, skier: skier, season: "2024", day: day}.dayVertical(s)); strings.TrimSpace(string(r.Body)) != "70" {
 		t.Errorf("day vertical at resort 4 = %d %s; want 70", r.Status, r.Body)
 	}
-	totals := func(query string) string {
-		r := Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?%s", base, skier, query), "")
-		return fmt.Sprintf("%d %s", r.Status, strings.TrimSpace(string(r.Body)))
-	}
-	if got, want := totals("resort=3"), `200 {"resorts":[{"seasonID":"2024","totalVert":170},{"seasonID":"2025","totalVert":30}]}`; got != want {
+	answer := func(r Response) string { return fmt.Sprintf("%d %s", r.Status, strings.TrimSpace(string(r.Body))) }
+	if got, want := answer(totals([]string{"3"}, nil)), `200 {"resorts":[{"seasonID":"2024","totalVert":170},{"seasonID":"2025","totalVert":30}]}`; got != want {
 		t.Errorf("totals at resort 3 = %s; want %s", got, want)
 	}
-	if got, want := totals("resort=3&season=2025"), `200 {"resorts":[{"seasonID":"2025","totalVert":30}]}`; got != want {
+	if got, want := answer(totals([]string{"3"}, []string{"2025"})), `200 {"resorts":[{"seasonID":"2025","totalVert":30}]}`; got != want {
 		t.Errorf("totals at resort 3 in 2025 = %s; want %s", got, want)
 	}
-	if got, want := totals("resort=3&resort=4&season=2024&season=2025"), `200 {"resorts":[{"seasonID":"2024","totalVert":240},{"seasonID":"2025","totalVert":30}]}`; got != want {
+	if got, want := answer(totals([]string{"3", "4"}, []string{"2024", "2025"})), `200 {"resorts":[{"seasonID":"2024","totalVert":240},{"seasonID":"2025","totalVert":30}]}`; got != want {
 		t.Errorf("totals at resorts 3+4 in 2024+2025 = %s; want %s", got, want)
 	}
 	skiers := decode[struct {
 		Time      string
 		NumSkiers int32
-	}](t, Call(t, "GET", fmt.Sprintf("%s/resorts/3/seasons/2024/day/%s/skiers", base, day), ""))
+	}](t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 3, 2024, dayNum))))
 	if skiers.NumSkiers != 2 || skiers.Time != "Stevens Pass" {
 		t.Errorf("resort 3 day %s skiers = %+v; want 2 at Stevens Pass", day, skiers)
 	}
@@ -327,11 +391,11 @@ func testReadBack(t *testing.T, base string, skier int32) {
 		SeasonID  string
 		DaysSkied int
 		DayIDs    []string
-	}](t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""))
+	}](t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))))
 	if days.SkierID != skier || days.SeasonID != "2024" || days.DaysSkied != 2 || !slices.Equal(days.DayIDs, []string{"2", day}) {
 		t.Errorf("days skied = %+v; want 2 days [2 %s]", days, day)
 	}
-	dr := Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/%s/skiers/%d", base, day, skier), "")
+	dr := Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", day, skier)))
 	want := fmt.Sprintf(`{"dayID":"%s","rides":[{"liftID":12,"resortID":3,"time":10,"vertical":120},{"liftID":7,"resortID":4,"time":20,"vertical":70},{"liftID":4,"resortID":3,"time":30,"vertical":40}],"seasonID":"2024","skierID":%d,"totalVert":230}`, day, skier)
 	if got := strings.TrimSpace(string(dr.Body)); dr.Status != 200 || got != want {
 		t.Errorf("rides of the day = %d %s;\nwant %s", dr.Status, got, want)
@@ -339,30 +403,39 @@ func testReadBack(t *testing.T, base string, skier int32) {
 }
 
 func testQueryErrors(t *testing.T, base string, skier int32) {
-	none := fmt.Sprintf("%s/skiers/1/seasons/2024/days/5/skiers/%d", base, skier)
-	expectError(t, Call(t, "GET", none, ""), 404, "no rides")
-	expectError(t, Call(t, "GET", strings.Replace(none, "/days/5/", "/days/400/", 1), ""), 400, "dayID must be between")
-	expectError(t, Call(t, "GET", strings.Replace(none, "/skiers/1/", "/skiers/0/", 1), ""), 400, "resortID must be a positive")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1", base, skier), ""), 404, "no rides")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical", base, skier), ""), 400, "resort is required")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=x", base, skier), ""), 400, "resort must be a resort id")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1&season=99", base, skier), ""), 400, "four-digit year")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/0/vertical?resort=1", base), ""), 400, "skierID must be a positive")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/skiers/%d", base, skier), ""), 404, "no rides in season 2024")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/20/skiers/%d", base, skier), ""), 400, "four-digit year")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/9/skiers/%d", base, skier), ""), 404, "no rides on day 9")
-	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/seasons/2024/days/0/skiers/%d", base, skier), ""), 400, "dayID must be between")
-	expectError(t, Call(t, "GET", base+"/resorts/999/seasons/2024/day/1/skiers", ""), 404, "resort 999 does not exist")
-	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/24/day/1/skiers", ""), 400, "four-digit year")
-	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/0/skiers", ""), 400, "dayID must be between")
-	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/x/skiers", ""), 400, "dayID must be a whole number")
+	s := apiclient.ServerURL(base)
+	none := ride{resort: 1, skier: skier, season: "2024", day: "5"}
+	totals := func(skier int32, resorts []string, seasons ...string) Request {
+		p := &apiclient.GetSkierResortTotalsParams{Resort: resorts}
+		if seasons != nil {
+			p.Season = &seasons
+		}
+		return Req(apiclient.NewGetSkierResortTotalsRequest(s, skier, p))
+	}
+	expectError(t, Send(t, none.dayVertical(s)), 404, "no rides")
+	expectError(t, Send(t, ride{resort: 1, skier: skier, season: "2024", day: "400"}.dayVertical(s)), 400, "dayID must be between")
+	expectError(t, Send(t, ride{resort: 0, skier: skier, season: "2024", day: "5"}.dayVertical(s)), 400, "resortID must be a positive")
+	expectError(t, Send(t, totals(skier, []string{"1"})), 404, "no rides")
+	expectError(t, Send(t, totals(skier, nil)), 400, "resort is required")
+	expectError(t, Send(t, totals(skier, []string{"x"})), 400, "resort must be a resort id")
+	expectError(t, Send(t, totals(skier, []string{"1"}, "99")), 400, "four-digit year")
+	expectError(t, Send(t, totals(0, []string{"1"})), 400, "skierID must be a positive")
+	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides in season 2024")
+	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "20", skier))), 400, "four-digit year")
+	expectError(t, Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", "9", skier))), 404, "no rides on day 9")
+	expectError(t, Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", "0", skier))), 400, "dayID must be between")
+	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 999, 2024, 1))), 404, "resort 999 does not exist")
+	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 1, 24, 1))), 400, "four-digit year")
+	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 1, 2024, 0))), 400, "dayID must be between")
+	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/x/skiers", ""), 400, "dayID must be a whole number") // not an int32: no builder can send it
 	// A known resort with nobody on the slopes that day has zero skiers.
-	got := decode[struct{ NumSkiers int32 }](t, Call(t, "GET", base+"/resorts/10/seasons/2025/day/366/skiers", ""))
+	got := decode[struct{ NumSkiers int32 }](t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 10, 2025, 366))))
 	if got.NumSkiers != 0 {
 		t.Errorf("skiers on an empty day = %d; want 0", got.NumSkiers)
 	}
 }
 
+// testRouterErrors sends what the spec does not have, so it spells the URLs.
 func testRouterErrors(t *testing.T, base string) {
 	expectError(t, Call(t, "GET", base+"/no/such/route", ""), 404, "no route for GET /no/such/route")
 	expectError(t, Call(t, "DELETE", base+"/resorts", ""), 405, "method DELETE is not allowed on /resorts")
@@ -370,14 +443,15 @@ func testRouterErrors(t *testing.T, base string) {
 }
 
 func testHealth(t *testing.T, base string) {
-	if got := decode[struct{ Status string }](t, Call(t, "GET", base+"/healthz", "")); got.Status != "ok" {
+	s := apiclient.ServerURL(base)
+	if got := decode[struct{ Status string }](t, Send(t, Req(apiclient.NewGetHealthzRequest(s)))); got.Status != "ok" {
 		t.Errorf("healthz status = %q", got.Status)
 	}
 	got := decode[struct {
 		Status     string
 		QueueDepth *int64
 		Checks     map[string]string
-	}](t, Call(t, "GET", base+"/readyz", ""))
+	}](t, Send(t, Req(apiclient.NewGetReadyzRequest(s))))
 	if got.Status != "ok" || got.QueueDepth == nil {
 		t.Errorf("readyz = %+v; want status ok with a queueDepth", got)
 	}
@@ -396,7 +470,7 @@ func testStatistics(t *testing.T, base string) {
 			Mean, Max *int32
 		}
 	}
-	r := Call(t, "GET", base+"/statistics", "")
+	r := Send(t, Req(apiclient.NewGetPerformanceStatsRequest(apiclient.ServerURL(base))))
 	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != 200 {
 		t.Fatalf("statistics: %d %s %v", r.Status, r.Body, err)
 	}

@@ -20,12 +20,6 @@ import (
 	"github.com/skidata/skidata/test/apitest"
 )
 
-func rideURL(base string, resort, day, skier int) string {
-	return fmt.Sprintf("%s/skiers/%d/seasons/2024/days/%d/skiers/%d", base, resort, day, skier)
-}
-
-const rideBody = `{"time":10,"liftID":3}`
-
 // expectShed checks a deliberate refusal: the status, Retry-After, and a
 // JSON message saying what happened.
 func expectShed(t *testing.T, r apitest.Response, status int, says string) {
@@ -47,11 +41,11 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 	cfg.Admission = app.AdmissionConfig{Rate: 1.0 / 60, Burst: 2}
 	base := apitest.Start(t, cfg)
 	for i := range 2 {
-		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+		if r := sendRide(t, base, 1, 1, i+1); r.Status != http.StatusCreated {
 			t.Fatalf("ride %d within the burst: %d %s", i+1, r.Status, r.Body)
 		}
 	}
-	expectShed(t, apitest.Call(t, "POST", rideURL(base, 1, 1, 3), rideBody), http.StatusTooManyRequests, "rides per second")
+	expectShed(t, sendRide(t, base, 1, 1, 3), http.StatusTooManyRequests, "rides per second")
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
 	if !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 1`) {
 		t.Error("/metrics does not count the rate rejection")
@@ -72,7 +66,7 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 	cfg.Admission.HardLimit = 20
 	base := apitest.Start(t, cfg)
 	for i := range 20 { // below the ceiling every ride is taken
-		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+		if r := sendRide(t, base, 1, 1, i+1); r.Status != http.StatusCreated {
 			t.Fatalf("ride %d below the ceiling: %d %s", i+1, r.Status, r.Body)
 		}
 	}
@@ -81,7 +75,7 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 	skier := 100
 	apitest.Eventually(t, "a POST refused at queue depth 20", func() string {
 		skier++
-		r := apitest.Call(t, "POST", rideURL(base, 1, 1, skier), rideBody)
+		r := sendRide(t, base, 1, 1, skier)
 		if r.Status != http.StatusServiceUnavailable {
 			return fmt.Sprintf("status %d", r.Status)
 		}
@@ -96,16 +90,16 @@ func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
 	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}
 	base := apitest.Start(t, cfg)
 	for i := range 5 {
-		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody); r.Status != http.StatusCreated {
+		if r := sendRide(t, base, 1, 1, i+1); r.Status != http.StatusCreated {
 			t.Fatalf("ride %d of the queue's 5: %d %s", i+1, r.Status, r.Body)
 		}
 	}
 	for i := range 3 { // the queue is full: three refusals trip the breaker
-		if r := apitest.Call(t, "POST", rideURL(base, 1, 1, 10+i), rideBody); r.Status != http.StatusServiceUnavailable {
+		if r := sendRide(t, base, 1, 1, 10+i); r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("ride into a full queue: %d %s; want 503", r.Status, r.Body)
 		}
 	}
-	expectShed(t, apitest.Call(t, "POST", rideURL(base, 1, 1, 20), rideBody), http.StatusServiceUnavailable, "paused")
+	expectShed(t, sendRide(t, base, 1, 1, 20), http.StatusServiceUnavailable, "paused")
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
 	for _, want := range []string{
 		"skidata_publish_breaker_state 2",
@@ -123,9 +117,13 @@ var errRetry = errors.New("retryable refusal")
 
 // postWithRetry posts one ride until it is accepted: on 429 or 503 it waits
 // what Retry-After says, on anything else it backs off exponentially.
-func postWithRetry(ctx context.Context, url string) error {
+func postWithRetry(ctx context.Context, base string, resort, day, skier int32) error {
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		resp, err := http.Post(url, "application/json", strings.NewReader(rideBody))
+		req, err := newRide(base, resort, "2024", day, skier, 10, 3)
+		if err != nil {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -139,7 +137,7 @@ func postWithRetry(ctx context.Context, url string) error {
 			}
 			return struct{}{}, errRetry
 		default:
-			return struct{}{}, backoff.Permanent(fmt.Errorf("POST %s: status %d", url, resp.StatusCode))
+			return struct{}{}, backoff.Permanent(fmt.Errorf("POST %s: status %d", req.URL, resp.StatusCode))
 		}
 	}, backoff.WithMaxElapsedTime(apitest.Deadline))
 	return err
@@ -155,7 +153,7 @@ func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range perWorker {
-				if err := postWithRetry(ctx, rideURL(base, 2, 3, 1000+w*perWorker+i)); err != nil {
+				if err := postWithRetry(ctx, base, 2, 3, int32(1000+w*perWorker+i)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -165,7 +163,7 @@ func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
 	wg.Wait()
 	waitDrained(t, base)
 	for s := range workers * perWorker {
-		if r := apitest.Call(t, "GET", rideURL(base, 2, 3, 1000+s), ""); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != "30" {
+		if r := dayVertical(t, base, 2, 3, 1000+s); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != "30" {
 			t.Errorf("skier %d: %d %s; want 200 and vertical 30", 1000+s, r.Status, r.Body)
 		}
 	}
@@ -173,7 +171,7 @@ func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
 	if strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 0`) || !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"}`) {
 		t.Error("no POST was refused with 429; the limit is not tight enough to test retrying")
 	}
-	skiers := apitest.Call(t, "GET", base+"/resorts/2/seasons/2024/day/3/skiers", "")
+	skiers := resortSkiers(t, base, 2, 2024, 3)
 	if !strings.Contains(string(skiers.Body), fmt.Sprintf(`"numSkiers":%d`, workers*perWorker)) {
 		t.Errorf("unique skiers: %s; want %d", skiers.Body, workers*perWorker)
 	}
@@ -184,7 +182,7 @@ func waitDrained(t *testing.T, base string) {
 	t.Helper()
 	apitest.Eventually(t, "the queue drained (/readyz queueDepth 0)", func() string {
 		var r struct{ QueueDepth int64 }
-		if err := json.Unmarshal(apitest.Call(t, "GET", base+"/readyz", "").Body, &r); err != nil {
+		if err := json.Unmarshal(readyz(t, base).Body, &r); err != nil {
 			return err.Error()
 		}
 		if r.QueueDepth != 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 	"github.com/skidata/skidata/adapters/redis"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
@@ -46,10 +47,10 @@ func TestMetricsEndpointExposesTheNamedSeries(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Cache = "memory"
 	base := apitest.Start(t, cfg)
-	apitest.Call(t, "POST", rideURL(base, 1, 4, 77), rideBody)
+	sendRide(t, base, 1, 4, 77)
 	waitDrained(t, base)
-	apitest.Call(t, "GET", rideURL(base, 1, 4, 77), "")
-	apitest.Call(t, "GET", rideURL(base, 1, 4, 77), "")
+	dayVertical(t, base, 1, 4, 77)
+	dayVertical(t, base, 1, 4, 77)
 	r := apitest.Call(t, "GET", base+"/metrics", "")
 	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics: %d %s", r.Status, r.Header.Get("Content-Type"))
@@ -75,16 +76,16 @@ func TestMetricsEndpointExposesTheNamedSeries(t *testing.T) {
 func TestStatisticsAndMetricsCountTheSameRequests(t *testing.T) {
 	base := apitest.Start(t, compose.DefaultConfig())
 	for i := range 7 {
-		apitest.Call(t, "POST", rideURL(base, 1, 1, i+1), rideBody)
+		sendRide(t, base, 1, 1, i+1)
 	}
-	apitest.Call(t, "POST", rideURL(base, 99, 1, 1), rideBody) // 404: unknown resort
+	sendRide(t, base, 99, 1, 1) // 404: unknown resort
 	for range 3 {
-		apitest.Call(t, "GET", base+"/resorts", "")
+		apitest.Send(t, apitest.Req(apiclient.NewGetResortsRequest(apiclient.ServerURL(base))))
 	}
 	apitest.Call(t, "GET", base+"/no/such/route", "") // in neither
 	// /statistics has no count, so compare through the shared recorder: every
 	// route /statistics lists must appear in /metrics with the count it saw.
-	stats := apitest.Call(t, "GET", base+"/statistics", "")
+	stats := apitest.Send(t, apitest.Req(apiclient.NewGetPerformanceStatsRequest(apiclient.ServerURL(base))))
 	var s struct {
 		EndpointStats []struct{ URL, Operation string }
 	}
@@ -145,7 +146,7 @@ func serveService(t *testing.T, cfg compose.Config) (*compose.Service, string) {
 func TestPprofIsOffByDefault(t *testing.T) {
 	svc, base := serveService(t, compose.DefaultConfig())
 	apitest.Eventually(t, "the API answering", func() string {
-		if apitest.Call(t, "GET", base+"/healthz", "").Status != 200 {
+		if apitest.Send(t, apitest.Req(apiclient.NewGetHealthzRequest(apiclient.ServerURL(base)))).Status != 200 {
 			return "not yet"
 		}
 		return ""
@@ -184,23 +185,24 @@ func cachedGetAfterDrain(t *testing.T, cfg compose.Config) {
 	base := apitest.Start(t, cfg)
 	const skier = 4242
 	dayVert := func() string {
-		return strings.TrimSpace(string(apitest.Call(t, "GET", rideURL(base, 3, 9, skier), "").Body))
+		return strings.TrimSpace(string(dayVertical(t, base, 3, 9, skier).Body))
 	}
 	totals := func() string {
-		return string(apitest.Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=3", base, skier), "").Body)
+		return string(apitest.Send(t, apitest.Req(apiclient.NewGetSkierResortTotalsRequest(apiclient.ServerURL(base), skier,
+			&apiclient.GetSkierResortTotalsParams{Resort: []string{"3"}}))).Body)
 	}
 	uniques := func() string {
-		return string(apitest.Call(t, "GET", base+"/resorts/3/seasons/2024/day/9/skiers", "").Body)
+		return string(resortSkiers(t, base, 3, 2024, 9).Body)
 	}
-	apitest.Call(t, "POST", rideURL(base, 3, 9, skier), `{"time":1,"liftID":5}`)
+	sendRideAt(t, base, 3, 9, skier, 1, 5)
 	waitDrained(t, base)
 	for range 2 { // the second read is served from the cache
 		if v, tot, u := dayVert(), totals(), uniques(); v != "50" || !strings.Contains(tot, `"totalVert":50`) || !strings.Contains(u, `"numSkiers":1`) {
 			t.Fatalf("before: day %s, totals %s, uniques %s", v, tot, u)
 		}
 	}
-	apitest.Call(t, "POST", rideURL(base, 3, 9, skier), `{"time":2,"liftID":7}`)
-	apitest.Call(t, "POST", rideURL(base, 3, 9, skier+1), `{"time":2,"liftID":7}`)
+	sendRideAt(t, base, 3, 9, skier, 2, 7)
+	sendRideAt(t, base, 3, 9, skier+1, 2, 7)
 	waitDrained(t, base)
 	if v := dayVert(); v != "120" {
 		t.Errorf("day vertical after the queue drained = %s; want 120 (a stale cached 50?)", v)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/pgtest"
@@ -85,8 +86,7 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 	const n = 50
 	const skier = 424242
 	for i := range n {
-		url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/7/skiers/%d", base, skier)
-		if r := apitest.Call(t, "POST", url, fmt.Sprintf(`{"time":%d,"liftID":%d}`, 10+i, 1+i%40)); r.Status != http.StatusCreated {
+		if r := apitest.Send(t, apitest.Req(newRide(base, 1, "2025", 7, skier, int32(10+i), int32(1+i%40)))); r.Status != http.StatusCreated {
 			t.Fatalf("POST ride %d: status %d, body %s", i, r.Status, r.Body)
 		}
 	}
@@ -140,7 +140,7 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 	for i := range n {
 		want += 10 * (1 + i%40)
 	}
-	r := apitest.Call(t, "GET", fmt.Sprintf("%s/skiers/1/seasons/2025/days/7/skiers/%d", base, skier), "")
+	r := apitest.Send(t, apitest.Req(apiclient.NewGetSkierDayVerticalRequest(apiclient.ServerURL(base), 1, "2025", "7", skier)))
 	var got int
 	if err := json.Unmarshal(r.Body, &got); r.Status != http.StatusOK || err != nil || got != want {
 		t.Errorf("day vertical after the outage: status %d, body %s; want %d", r.Status, r.Body, want)
@@ -150,7 +150,7 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 // queueDepth is the depth /readyz reports.
 func queueDepth(t *testing.T, base string) int64 {
 	t.Helper()
-	r := apitest.Call(t, "GET", base+"/readyz", "")
+	r := readyz(t, base)
 	var body struct{ QueueDepth *int64 }
 	if err := json.Unmarshal(r.Body, &body); err != nil || body.QueueDepth == nil {
 		t.Fatalf("readyz: status %d, body %s: no queueDepth", r.Status, r.Body)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -165,8 +166,11 @@ func rolesRides(n int) []rolesRide {
 }
 
 func postRide(base string, r rolesRide) (int, error) {
-	url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/20/skiers/%d", base, r.skier)
-	resp, err := http.Post(url, "application/json", strings.NewReader(fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift)))
+	req, err := newRide(base, 1, "2025", 20, int32(r.skier), int32(r.time), int32(r.lift))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -180,7 +184,11 @@ func postRide(base string, r rolesRide) (int, error) {
 func storedRides(t *testing.T, base string, skiers []int) ([]rolesRide, error) {
 	var out []rolesRide
 	for _, s := range skiers {
-		resp, err := http.Get(fmt.Sprintf("%s/skiers/seasons/2025/days/20/skiers/%d", base, s))
+		req, err := apiclient.NewGetSkierDayRidesRequest(apiclient.ServerURL(base), "2025", "20", int32(s))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +243,7 @@ func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
 	consumer := startSkiapi(t, "consumer", bin, append([]string{"--role", "consumer"}, flags...)...)
-	if r := apitest.Call(t, "GET", consumer.base+"/healthz", ""); r.Status != http.StatusOK {
+	if r := apitest.Send(t, apitest.Req(apiclient.NewGetHealthzRequest(apiclient.ServerURL(consumer.base)))); r.Status != http.StatusOK {
 		t.Errorf("consumer /healthz: %d; want 200", r.Status)
 	}
 

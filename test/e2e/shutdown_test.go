@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,8 +40,12 @@ func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 250 {
-				url := fmt.Sprintf("%s/skiers/1/seasons/2024/days/1/skiers/%d", base, w*1000+i+1)
-				resp, err := http.Post(url, "application/json", strings.NewReader(`{"time":1,"liftID":2}`))
+				req, err := newRide(base, 1, "2024", 1, int32(w*1000+i+1), 1, 2)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Error(err)
 					return

@@ -65,7 +65,7 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 	for _, f := range []float64{0, 0.5, 1} {
 		v := peak * f
 		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, x0+pw, py(v), py(v))
-		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%.0f</text>`+"\n", x0-6, py(v)+4, v)
+		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, py(v)+4, strconv.FormatFloat(v, 'f', decimals(peak), 64))
 	}
 	step := max(1, (n+9)/10)
 	for i := 0; i <= n; i += step {
@@ -77,6 +77,15 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 		fmt.Fprintf(w, "%.1f,%.1f %.1f,%.1f ", px(i), py(y), px(i+1), py(y))
 	}
 	fmt.Fprintln(w, `"/>`)
+}
+
+// decimals is how many a y tick needs: none above 10, one below (the
+// middle tick of a peak of 1 is 0.5, not "0").
+func decimals(peak float64) int {
+	if peak >= 10 {
+		return 0
+	}
+	return 1
 }
 
 func escape(s string) string {

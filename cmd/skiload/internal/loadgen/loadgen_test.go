@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skidata/skidata/adapters/httpapi/apiclient"
 )
 
 func TestGeneratorIsDeterministicForASeedAndRespectsRanges(t *testing.T) {
@@ -324,7 +326,7 @@ func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
 func TestRequestsKeepTheBaseURLsPath(t *testing.T) {
 	for _, base := range []string{"http://h:1/api", "http://h:1/api/"} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		req, err := GetCases[0].Request(serverURL(base), rng, Ranges{Skiers: Range{7, 7}, Resorts: Range{3, 3}, Days: Range{5, 5}, Season: 2024})
+		req, err := GetCases[0].Request(apiclient.ServerURL(base), rng, Ranges{Skiers: Range{7, 7}, Resorts: Range{3, 3}, Days: Range{5, 5}, Season: 2024})
 		if err != nil {
 			t.Fatal(err)
 		}

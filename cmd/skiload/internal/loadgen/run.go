@@ -180,7 +180,7 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	client := NewHTTPClient(c.Phases.Workers(), c.Timeout)
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
-	server := serverURL(base)
+	server := apiclient.ServerURL(base)
 	send := func(ctx context.Context, r Ride) Result {
 		return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
 			return withContext(ctx)(apiclient.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
@@ -225,7 +225,7 @@ func verify(ctx context.Context, c Config, res []Result, stdout io.Writer) bool 
 }
 
 // GetCase is one GET test case: a name and how to build a random request
-// (with the generated client's builders, against serverURL(base)).
+// (with the generated client's builders, against apiclient.ServerURL(base)).
 type GetCase struct {
 	Name    string
 	Request func(server string, rng *rand.Rand, g Ranges) (*http.Request, error)
@@ -244,11 +244,6 @@ var GetCases = []GetCase{
 	}},
 }
 
-// serverURL is the base URL as the generated request builders want it: they
-// resolve "./path" against it, so a base without a trailing slash would lose
-// its last path segment (http://host/api + ./skiers = http://host/skiers).
-func serverURL(base string) string { return strings.TrimRight(base, "/") + "/" }
-
 // withContext adapts a generated builder's (request, error) to the Caller,
 // which builds a fresh request for every attempt under the attempt's context.
 func withContext(ctx context.Context) func(*http.Request, error) (*http.Request, error) {
@@ -266,7 +261,7 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	client := NewHTTPClient(c.GetWorkers, c.Timeout)
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
-	server := serverURL(c.URL)
+	server := apiclient.ServerURL(c.URL)
 	code := ExitOK
 	var all []Result
 	for i, gc := range GetCases {

@@ -93,7 +93,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 	wait := 10 * time.Millisecond
 	last := "no answer yet"
 	for {
-		req, err := withContext(ctx)(apiclient.NewGetReadyzRequest(serverURL(base)))
+		req, err := withContext(ctx)(apiclient.NewGetReadyzRequest(apiclient.ServerURL(base)))
 		if err != nil {
 			return time.Since(start), fmt.Errorf("readyz request: %w", err)
 		}
@@ -125,7 +125,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 // of up to sample skier-days (chosen with seed) against the expectation.
 func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample int, seed uint64) (Verdict, error) {
 	var v Verdict
-	server := serverURL(base)
+	server := apiclient.ServerURL(base)
 	get := func(req *http.Request, err error) (string, int, []byte, error) {
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("build request: %w", err)
