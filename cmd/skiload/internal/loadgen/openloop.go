@@ -285,16 +285,12 @@ func (c *Recorder) Summary(name, method string, o OpenLoop, sent int) RateSummar
 func (s RateSummary) NotSent() int { return s.Scheduled - s.Sent }
 
 // Share is the fraction of sent requests answered with status.
-func (s RateSummary) Share(status int) float64 {
-	if s.Sent == 0 {
-		return 0
-	}
-	return float64(s.Statuses[status]) / float64(s.Sent)
-}
+func (s RateSummary) Share(status int) float64 { return share(s.Statuses[status], s.Sent) }
 
-// Print writes the case's report block. want is the status the case
-// expects (201 for the POST, 200 for a GET), whose share is shown.
-func (s RateSummary) Print(w io.Writer, want int) {
+// Print writes the case's report block, with the share of the status the
+// case expects (201 for the POST, 200 for a GET).
+func (s RateSummary) Print(w io.Writer) {
+	want := wantStatus(s.Method)
 	fmt.Fprintf(w, "== %s ==\n", s.Name)
 	fmt.Fprintf(w, "requests:    %d scheduled, %d sent, %d not sent; %d ok, %d failed", s.Scheduled, s.Sent, s.NotSent(), s.Succeeded, s.Failed)
 	if s.NotFound > 0 {
@@ -316,15 +312,29 @@ func ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
+// LateWarn is the share of late sends above which a case's latencies say
+// more about the client's backlog than about the server.
+const LateWarn = 0.01
+
+// LateShare is the fraction of sent requests that went out late.
+func (s RateSummary) LateShare() float64 { return share(s.Late, s.Sent) }
+
 // PrintComparison writes service against baseline per case: p50 and p99
-// and their ratios, and the share of the expected status.
-func PrintComparison(w io.Writer, rate float64, cases []string, wants []int, service, baseline []RateSummary) {
+// and their ratios, the share of the expected status, and the share of
+// late sends on each side.
+func PrintComparison(w io.Writer, rate float64, cases []string, service, baseline []RateSummary) {
 	fmt.Fprintf(w, "== service vs baseline (open loop, %.0f/s per case, same run) ==\n", rate)
-	fmt.Fprintf(w, "%-34s %8s %8s %7s %8s %8s %7s %9s\n", "case", "p50 svc", "p50 base", "ratio", "p99 svc", "p99 base", "ratio", "ok share")
+	fmt.Fprintf(w, "%-34s %8s %8s %7s %8s %8s %7s %9s %14s\n", "case", "p50 svc", "p50 base", "ratio", "p99 svc", "p99 base", "ratio", "ok share", "late svc/base")
+	behind := false
 	for i, name := range cases {
 		s, b := service[i], baseline[i]
-		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8.2f%%\n", name,
-			ms(s.P50), ms(b.P50), ratio(s.P50, b.P50), ms(s.P99), ms(b.P99), ratio(s.P99, b.P99), 100*s.Share(wants[i]))
+		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8.2f%% %6.2f%%/%.2f%%\n", name,
+			ms(s.P50), ms(b.P50), ratio(s.P50, b.P50), ms(s.P99), ms(b.P99), ratio(s.P99, b.P99), 100*s.Share(wantStatus(s.Method)),
+			100*s.LateShare(), 100*b.LateShare())
+		behind = behind || s.LateShare() > LateWarn || b.LateShare() > LateWarn
 	}
-	fmt.Fprintln(w, "(ms; ok share: answers with the case's status, 201 for the POST, 200 for the GETs, of the service's requests sent)")
+	fmt.Fprintf(w, "(ms; ok share: answers with the case's status, 201 for the POST, 200 for the GETs; late: sent more than %s after the intended start)\n", LateAfter)
+	if behind {
+		fmt.Fprintf(w, "WARNING: more than %.0f%% of some case's requests went out late: the client did not hold the rate (a busy machine, or --max-inflight too low), so those latencies include the client's own backlog\n", 100*LateWarn)
+	}
 }

@@ -155,12 +155,29 @@ func (s Summary) Print(w io.Writer) {
 	if s.NotFound > 0 {
 		fmt.Fprintf(w, ", %d not found", s.NotFound)
 	}
-	fmt.Fprintln(w)
+	want := wantStatus(s.Method)
+	fmt.Fprintf(w, "; %d: %.2f%%\n", want, 100*share(s.Statuses[want], s.Succeeded+s.NotFound+s.Failed))
 	fmt.Fprintf(w, "wall time:   %s\n", s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "throughput:  %.0f req/s\n", s.Throughput)
 	fmt.Fprintf(w, "latency ms:  mean %s  p50 %s  p95 %s  p99 %s  max %s\n", ms(s.Mean), ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max))
 	fmt.Fprintf(w, "retries:     %d\n", s.Retries)
 	s.printStatuses(w)
+}
+
+// wantStatus is the answer every request of a case should get.
+func wantStatus(method string) int {
+	if method == http.MethodPost {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// share is n of all, 0 of nothing.
+func share(n, all int) float64 {
+	if all == 0 {
+		return 0
+	}
+	return float64(n) / float64(all)
 }
 
 // printStatuses writes the status counts and the first distinct errors.
