@@ -228,13 +228,11 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 				accepted = append(accepted, r.Ride)
 			}
 		}
-		fmt.Fprintln(stdout)
 		if !verify(ctx, c, accepted, stdout) {
 			code = ExitFailed
 		}
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(stdout, "skiload: interrupted")
+	if interrupted(ctx, stdout) {
 		return ExitFailed
 	}
 	return code
@@ -290,7 +288,18 @@ func drain(ctx context.Context, c Config, stdout io.Writer, before string) bool 
 	return true
 }
 
+// interrupted says so when ctx has ended (Ctrl-C): the run stops there.
+func interrupted(ctx context.Context, stdout io.Writer) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	fmt.Fprintln(stdout, "skiload: interrupted")
+	return true
+}
+
+// verify checks, after a blank line, that the store holds accepted.
 func verify(ctx context.Context, c Config, accepted []Ride, stdout io.Writer) bool {
+	fmt.Fprintln(stdout)
 	if !drain(ctx, c, stdout, "after the last POST") {
 		return false
 	}
@@ -412,8 +421,7 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			code = ExitFailed
 		}
 		all = append(all, res...)
-		if ctx.Err() != nil {
-			fmt.Fprintln(stdout, "skiload: interrupted")
+		if interrupted(ctx, stdout) {
 			return ExitFailed
 		}
 	}
@@ -512,13 +520,11 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 					accepted = append(accepted, known[i])
 				}
 			}
-			fmt.Fprintln(stdout)
 			if !verify(ctx, c, accepted, stdout) {
 				code = ExitFailed
 			}
 		}
-		if ctx.Err() != nil {
-			fmt.Fprintln(stdout, "skiload: interrupted")
+		if interrupted(ctx, stdout) {
 			return ExitFailed
 		}
 	}
