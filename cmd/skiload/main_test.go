@@ -52,15 +52,22 @@ func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) {
 	base := memoryService(t)
 	small := []string{"--url", base, "--phase1-workers", "4", "--phase1-requests", "100", "--phase2-workers", "4", "--phase2-requests", "100",
 		"--get-workers", "4", "--get-requests", "50", "--quiet"}
-	for _, mode := range []string{"all", "get"} {
+	for _, c := range []struct {
+		args      []string
+		reports   int
+		baselines int
+	}{{[]string{"--mode", "all"}, 3, 0}, {[]string{"--mode", "get", "--baseline"}, 6, 3}} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"--mode", mode}, small...), &stdout, &stderr, false)
+		code := run(context.Background(), append(c.args, small...), &stdout, &stderr, false)
 		out := stdout.String()
 		if code != 0 {
-			t.Fatalf("--mode %s: exit %d; want 0\n%s\n%s", mode, code, out, stderr.String())
+			t.Fatalf("%v: exit %d; want 0\n%s\n%s", c.args, code, out, stderr.String())
 		}
-		if got := strings.Count(out, "200 ok, 0 failed; 200: 100.00%\n"); got != 3 || strings.Contains(out, "not found") || !strings.Contains(out, "drained in") {
-			t.Errorf("--mode %s: want three GET cases each 200 ok (all 200), after the drain:\n%s", mode, out)
+		if got := strings.Count(out, "200 ok, 0 failed; 200: 100.00%\n"); got != c.reports || strings.Contains(out, "not found") || !strings.Contains(out, "drained in") {
+			t.Errorf("%v: want %d GET reports each 200 ok (all 200), after the drain:\n%s", c.args, c.reports, out)
+		}
+		if got := strings.Count(out, "baseline (trivial in-process 200 server)"); got != c.baselines || strings.Count(out, "of this machine's HTTP ceiling") != c.baselines {
+			t.Errorf("%v: %d GET baselines; want %d, each compared:\n%s", c.args, got, c.baselines, out)
 		}
 	}
 }
