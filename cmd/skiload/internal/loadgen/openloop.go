@@ -141,7 +141,7 @@ schedule:
 	for i := range o.Count {
 		at := o.intended(t0, i)
 		req, err := build(i)
-		if err != nil {
+		if err != nil { // counted as sent, and failed with the reason
 			record(i, Result{Start: at, Err: fmt.Errorf("build request: %w", err)})
 			sent++
 			continue
