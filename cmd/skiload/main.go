@@ -1,6 +1,7 @@
 // Command skiload is the load client of the Ski Data API: it POSTs random
-// lift rides in two phases of workers (or drives the three GET test cases
-// with --mode get) and reports throughput and latency. The logic lives in
+// lift rides in two phases of workers or open-loop at a fixed rate (--rate),
+// drives the three GET test cases (--mode get, all), and reports
+// throughput and latency. The logic lives in
 // internal/loadgen; this main reads flags, wires signals and returns the
 // exit code: 0 all good, 1 failures or lost rides, 2 bad usage.
 package main
@@ -40,10 +41,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 POSTs random lift rides to the Ski Data API: --phase1-workers start at once;
 when the first of them finishes, --phase2-workers join. Prints successes,
 failures, throughput, latency percentiles, retries and status counts.
---mode get runs the three GET test cases instead. --verify checks afterwards
-that the store holds every ride answered 201 (exact only on a fresh service:
-rides already there show as "extra", never as lost). Exit 0 all good,
-1 failures or lost rides, 2 bad usage.
+--mode get runs the three GET test cases instead, asking about the skiers
+and days the POST load with the same --seed created (so the answers are
+200s); --mode all runs the POST load, waits for the queue to drain, then
+the GETs. --rate N makes every case open-loop: N requests a second at fixed
+times whatever the answers do, latency from each request's intended start
+(corrected for coordinated omission) in an HDR histogram. --baseline runs
+every case against a trivial in-process server too, for this machine's
+ceiling. --verify checks afterwards that the store holds every ride
+answered 201 (exact only on a fresh service: rides already there show as
+"extra", never as lost). Exit 0 all good, 1 failures, requests not sent or
+lost rides, 2 bad usage.
 
 Flags:
 `)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,10 +16,7 @@ import (
 // the whole service in memory mode on a loopback port: a small two-phase
 // load, then --verify.
 func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
-	cfg := compose.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.LogLevel = "warn"
-	base := apitest.Start(t, cfg)
+	base := memoryService(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{
 		"--url", base, "--phase1-workers", "4", "--phase1-requests", "200",
@@ -38,19 +36,70 @@ func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
 	}
 }
 
-func TestGetModeCountsNotFoundAsValid(t *testing.T) {
+// memoryService starts the whole service in memory mode on a loopback port.
+func memoryService(t *testing.T) string {
 	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
-	base := apitest.Start(t, cfg)
+	return apitest.Start(t, cfg)
+}
+
+// TestGetCasesAfterThePostLoadAnswer200: --mode all POSTs the seed's rides,
+// waits for /readyz queueDepth 0, then asks about those rides' skiers and
+// days: every GET must be a 200; a later --mode get with the same seed and
+// load flags asks about the same rides.
+func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) {
+	base := memoryService(t)
+	small := []string{"--url", base, "--phase1-workers", "4", "--phase1-requests", "100", "--phase2-workers", "4", "--phase2-requests", "100",
+		"--get-workers", "4", "--get-requests", "50", "--quiet"}
+	for _, c := range []struct {
+		args      []string
+		reports   int
+		baselines int
+	}{{[]string{"--mode", "all"}, 3, 0}, {[]string{"--mode", "get", "--baseline"}, 6, 3}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append(c.args, small...), &stdout, &stderr, false)
+		out := stdout.String()
+		if code != 0 {
+			t.Fatalf("%v: exit %d; want 0\n%s\n%s", c.args, code, out, stderr.String())
+		}
+		if got := strings.Count(out, "200 ok, 0 failed; 200: 100.00%\n"); got != c.reports || strings.Contains(out, "not found") || !strings.Contains(out, "drained in") {
+			t.Errorf("%v: want %d GET reports each 200 ok (all 200), after the drain:\n%s", c.args, c.reports, out)
+		}
+		if got := strings.Count(out, "baseline (trivial in-process 200 server)"); got != c.baselines || strings.Count(out, "of this machine's HTTP ceiling") != c.baselines {
+			t.Errorf("%v: %d GET baselines; want %d, each compared:\n%s", c.args, got, c.baselines, out)
+		}
+	}
+}
+
+// TestOpenLoopRunAgainstTheServiceAndTheBaseline runs every case open-loop
+// against the service in memory mode and the in-process baseline: all
+// requests sent, the POSTs all 201, the GETs (after the drain) all 200,
+// and the side-by-side table.
+func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
+	base := memoryService(t)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--url", base, "--mode", "get", "--get-workers", "4", "--get-requests", "25"}, &stdout, &stderr, false)
+	code := run(context.Background(), []string{"--url", base, "--mode", "all", "--rate", "400", "--duration", "500ms", "--baseline", "--verify", "--quiet"}, &stdout, &stderr, false)
 	out := stdout.String()
 	if code != 0 {
-		t.Fatalf("exit %d; want 0 (404 for a skier with no rides is valid)\n%s\n%s", code, out, stderr.String())
+		t.Fatalf("exit %d; want 0\n%s\n%s", code, out, stderr.String())
 	}
-	if strings.Count(out, "== GET") != 3 || !strings.Contains(out, "not found (valid: no rides)") {
-		t.Errorf("want three GET reports with 404s counted as valid:\n%s", out)
+	for _, want := range []string{"200 scheduled, 200 sent, 0 not sent; 200 ok, 0 failed; 201: 100.00%", "lost: 0", "drained in", "== service vs baseline", "corrected for coordinated omission"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	// Three GET cases, each against the baseline and the service.
+	if got := strings.Count(out, "200 scheduled, 200 sent, 0 not sent; 200 ok, 0 failed; 200: 100.00%"); got != 6 {
+		t.Errorf("%d GET reports with every answer 200; want 6:\n%s", got, out)
+	}
+	table := out[strings.Index(out, "== service vs baseline"):]
+	for _, name := range []string{"POST", "GET skier day vertical", "GET skier season totals", "GET unique skiers per resort-day"} {
+		// The row ends: ok share, then late svc/base.
+		row := regexp.MustCompile(`(?m)^` + name + ` .* 100\.00% +[0-9.]+%/[0-9.]+%$`)
+		if !row.MatchString(table) {
+			t.Errorf("comparison: %s does not show every answer as expected:\n%s", name, table)
+		}
 	}
 }
 
@@ -64,6 +113,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"--mode", "put"}, 2},
 		{[]string{"--skiers", "10-1"}, 2},
 		{[]string{"--verify", "--mode", "get"}, 2},
+		{[]string{"--rate", "-5"}, 2},
+		{[]string{"--rate", "1", "--duration", "100ms"}, 2},
+		{[]string{"--rate", "100", "--csv", "x.csv"}, 2},
+		{[]string{"--rate", "100", "--max-inflight", "0"}, 2},
+		{[]string{"--mode", "all", "--chart", "x.svg"}, 2},
 		{[]string{"extra-arg"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -73,7 +127,7 @@ func TestUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
-	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service"} {
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not mention %q", flag)
 		}
@@ -81,10 +135,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestBaselineReportsBothThroughputs(t *testing.T) {
-	cfg := compose.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.LogLevel = "warn"
-	base := apitest.Start(t, cfg)
+	base := memoryService(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--url", base, "--baseline", "--phase1-workers", "2", "--phase1-requests", "50", "--phase2-workers", "2", "--phase2-requests", "50"}, &stdout, &stderr, false)
 	if code != 0 || !strings.Contains(stdout.String(), "POST baseline") || !strings.Contains(stdout.String(), "of this machine's HTTP ceiling") {
@@ -96,10 +147,7 @@ func TestBaselineReportsBothThroughputs(t *testing.T) {
 // the service does not have reports the service's own 404 message, and a
 // load against a port nothing listens on names the address and the cause.
 func TestReportShowsTheServersMessageAndNetworkCauses(t *testing.T) {
-	cfg := compose.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.LogLevel = "warn"
-	base := apitest.Start(t, cfg)
+	base := memoryService(t)
 	small := []string{"--phase1-workers", "2", "--phase1-requests", "5", "--phase2-workers", "0", "--phase2-requests", "0", "--retries", "0", "--quiet"}
 
 	var stdout, stderr bytes.Buffer

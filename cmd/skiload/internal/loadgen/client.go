@@ -72,7 +72,8 @@ func (b *fullJitter) NextBackOff() time.Duration {
 // Result is what one logical request (all its attempts) came to.
 type Result struct {
 	Start   time.Time
-	Latency time.Duration // from the first attempt's start to the last answer
+	Latency time.Duration // from the first attempt's start (open loop: the intended start) to the last answer
+	Lag     time.Duration // open loop: from the intended start to the send
 	Status  int           // the last answer's status; 0 when it was a network error
 	Retries int
 	Err     error // nil on 2xx

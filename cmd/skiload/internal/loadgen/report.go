@@ -92,23 +92,32 @@ func (s *Summary) addError(status int, why string) {
 	}
 }
 
+// count adds one result to the counts (not the latencies, which the closed
+// loop sorts and the open loop keeps in an HDR histogram).
+func (s *Summary) count(r Result, notFoundOK bool) {
+	if s.Statuses == nil {
+		s.Statuses = map[int]int{}
+	}
+	s.Statuses[r.Status]++
+	s.Retries += r.Retries
+	switch {
+	case r.Err == nil:
+		s.Succeeded++
+	case notFoundOK && r.Status == http.StatusNotFound:
+		s.NotFound++
+	default:
+		s.Failed++
+		s.addError(r.Status, reason(r))
+	}
+}
+
 // Summarize counts results. notFoundOK says whether a 404 is a valid answer.
 func Summarize(name, method string, results []Result, wall time.Duration, notFoundOK bool) Summary {
 	s := Summary{Name: name, Method: method, Wall: wall, Statuses: map[int]int{}}
 	lat := make([]time.Duration, 0, len(results))
 	var sum time.Duration
 	for _, r := range results {
-		s.Statuses[r.Status]++
-		s.Retries += r.Retries
-		switch {
-		case r.Err == nil:
-			s.Succeeded++
-		case notFoundOK && r.Status == http.StatusNotFound:
-			s.NotFound++
-		default:
-			s.Failed++
-			s.addError(r.Status, reason(r))
-		}
+		s.count(r, notFoundOK)
 		lat = append(lat, r.Latency)
 		sum += r.Latency
 	}
@@ -144,13 +153,35 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "== %s ==\n", s.Name)
 	fmt.Fprintf(w, "requests:    %d ok, %d failed", s.Succeeded, s.Failed)
 	if s.NotFound > 0 {
-		fmt.Fprintf(w, ", %d not found (valid: no rides)", s.NotFound)
+		fmt.Fprintf(w, ", %d not found", s.NotFound)
 	}
-	fmt.Fprintln(w)
+	want := wantStatus(s.Method)
+	fmt.Fprintf(w, "; %d: %.2f%%\n", want, 100*share(s.Statuses[want], s.Succeeded+s.NotFound+s.Failed))
 	fmt.Fprintf(w, "wall time:   %s\n", s.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "throughput:  %.0f req/s\n", s.Throughput)
 	fmt.Fprintf(w, "latency ms:  mean %s  p50 %s  p95 %s  p99 %s  max %s\n", ms(s.Mean), ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max))
 	fmt.Fprintf(w, "retries:     %d\n", s.Retries)
+	s.printStatuses(w)
+}
+
+// wantStatus is the answer every request of a case should get.
+func wantStatus(method string) int {
+	if method == http.MethodPost {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// share is n of all, 0 of nothing.
+func share(n, all int) float64 {
+	if all == 0 {
+		return 0
+	}
+	return float64(n) / float64(all)
+}
+
+// printStatuses writes the status counts and the first distinct errors.
+func (s Summary) printStatuses(w io.Writer) {
 	fmt.Fprint(w, "statuses:   ")
 	for _, code := range slices.Sorted(maps.Keys(s.Statuses)) {
 		fmt.Fprintf(w, " %s×%d", statusLabel(code), s.Statuses[code])

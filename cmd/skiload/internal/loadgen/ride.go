@@ -142,3 +142,15 @@ func (g *Generator) Feed(ctx context.Context, n int) <-chan Ride {
 	}()
 	return ch
 }
+
+// Known is the first n rides of the seed's sequence: what a POST load of n
+// or more rides with the same seed and ranges sent. The GET cases ask about
+// these, so that their answers are 200s, and an open-loop POST sends them.
+func Known(seed uint64, ranges Ranges, n int) []Ride {
+	g := NewGenerator(seed, ranges)
+	rides := make([]Ride, n)
+	for i := range rides {
+		rides[i] = g.Next()
+	}
+	return rides
+}

@@ -19,16 +19,15 @@ import (
 
 // Exit codes.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1 // failed requests, lost rides, or the run could not finish
-	ExitUsage   = 2
-	getNotFound = true
+	ExitOK     = 0
+	ExitFailed = 1 // failed requests, lost rides, or the run could not finish
+	ExitUsage  = 2
 )
 
 // Config is everything skiload is told.
 type Config struct {
 	URL            string
-	Mode           string // post or get
+	Mode           string // post, get or all
 	Seed           uint64
 	Ranges         Ranges
 	Phases         Phases
@@ -41,6 +40,11 @@ type Config struct {
 	VerifyDeadline time.Duration
 	VerifySample   int
 	Baseline       bool
+	// Rate > 0 makes the run open-loop: each case sends Rate × Duration
+	// requests at Rate per second, from at most MaxInFlight at once.
+	Rate        float64
+	Duration    time.Duration
+	MaxInFlight int
 }
 
 // DefaultConfig is the assignment's load against localhost:8080.
@@ -51,13 +55,14 @@ func DefaultConfig() Config {
 		GetWorkers: 100, GetRequests: 1000,
 		Retry: DefaultRetryPolicy(), Timeout: 10 * time.Second,
 		VerifyDeadline: 2 * time.Minute, VerifySample: 1000,
+		Duration: 10 * time.Second, MaxInFlight: 2000,
 	}
 }
 
 // RegisterFlags binds c's fields to flags on fs, defaults from c.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.URL, "url", c.URL, "base URL of the Ski Data API")
-	fs.StringVar(&c.Mode, "mode", c.Mode, "post: the two-phase POST load; get: the three GET test cases")
+	fs.StringVar(&c.Mode, "mode", c.Mode, "post: the POST load; get: the three GET test cases, about the rides the POST load of the same --seed created; all: POST, wait for the queue to drain, then the GETs")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random rides and ids (same seed, same rides)")
 	fs.Var(&c.Ranges.Skiers, "skiers", "skier ids, lo-hi")
 	fs.Var(&c.Ranges.Resorts, "resorts", "resort ids, lo-hi (the demo catalogue has 1-10)")
@@ -73,24 +78,39 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Phases.Phase1Requests, "phase1-requests", c.Phases.Phase1Requests, "POSTs each phase-1 worker sends")
 	fs.IntVar(&c.Phases.Phase2Workers, "phase2-workers", c.Phases.Phase2Workers, "POST workers started when the first phase-1 worker finishes")
 	fs.IntVar(&c.Phases.Phase2Requests, "phase2-requests", c.Phases.Phase2Requests, "POSTs each phase-2 worker sends (total rides = p1 workers × p1 requests + p2 workers × p2 requests)")
-	fs.IntVar(&c.GetWorkers, "get-workers", c.GetWorkers, "workers per GET test case (--mode get)")
-	fs.IntVar(&c.GetRequests, "get-requests", c.GetRequests, "GETs per worker per test case (--mode get)")
-	fs.IntVar(&c.Retry.Retries, "retries", c.Retry.Retries, "retries of a request after a network error, 5xx or 429 (then it counts as failed)")
+	fs.IntVar(&c.GetWorkers, "get-workers", c.GetWorkers, "workers per GET test case (closed loop)")
+	fs.IntVar(&c.GetRequests, "get-requests", c.GetRequests, "GETs per worker per test case (closed loop)")
+	fs.IntVar(&c.Retry.Retries, "retries", c.Retry.Retries, "retries of a request after a network error, 5xx or 429 (then it counts as failed); closed loop only: --rate sends each request once")
 	fs.DurationVar(&c.Retry.Base, "backoff-base", c.Retry.Base, "first retry waits up to this (full jitter, doubling), unless Retry-After says")
 	fs.DurationVar(&c.Retry.Max, "backoff-max", c.Retry.Max, "longest backoff ceiling")
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per-attempt HTTP timeout")
-	fs.StringVar(&c.CSV, "csv", c.CSV, "write one line per request (start, method, latency_ms, status) to this file")
-	fs.StringVar(&c.Chart, "chart", c.Chart, "write an SVG of throughput and p99 latency per second to this file")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per-attempt HTTP timeout (with --rate also how long a case waits for answers after its last send)")
+	fs.StringVar(&c.CSV, "csv", c.CSV, "write one line per request (start, method, latency_ms, status) to this file (closed loop, --mode post or get)")
+	fs.StringVar(&c.Chart, "chart", c.Chart, "write an SVG of throughput and p99 latency per second to this file (closed loop, --mode post or get)")
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "after the POST load, wait for the queue to drain and check the store holds every 201'd ride; exact only on a fresh service (rides from earlier runs show as \"extra\")")
-	fs.DurationVar(&c.VerifyDeadline, "verify-deadline", c.VerifyDeadline, "how long --verify waits for /readyz queueDepth 0")
+	fs.DurationVar(&c.VerifyDeadline, "verify-deadline", c.VerifyDeadline, "how long --verify (and the wait before the GETs) waits for /readyz queueDepth 0")
 	fs.IntVar(&c.VerifySample, "verify-sample", c.VerifySample, "skier-days whose day vertical --verify checks")
-	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "first run the same POST load against a trivial in-process server that answers 201, to show this machine's ceiling")
+	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also run every case, in the same run, against a trivial in-process server that answers the same status with a small body (201 to a POST, 200 and a little JSON to a GET), to show this machine's ceiling")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each case at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0: the closed-loop workers)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each case's schedule runs (it sends rate × duration requests)")
+	fs.IntVar(&c.MaxInFlight, "max-inflight", c.MaxInFlight, "with --rate: most requests (so connections) in flight at once; beyond it requests are sent late, and their wait still counts")
+}
+
+// RateCount is how many requests an open-loop case sends.
+func (c Config) RateCount() int { return int(c.Rate * c.Duration.Seconds()) }
+
+// PostCount is how many rides the POST load sends: the GET cases ask about
+// the first PostCount rides of the seed's sequence.
+func (c Config) PostCount() int {
+	if c.Rate > 0 {
+		return c.RateCount()
+	}
+	return c.Phases.Total()
 }
 
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
-	if c.Mode != "post" && c.Mode != "get" {
-		return fmt.Errorf("--mode %q: want post or get", c.Mode)
+	if c.Mode != "post" && c.Mode != "get" && c.Mode != "all" {
+		return fmt.Errorf("--mode %q: want post, get or all", c.Mode)
 	}
 	if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
 		return fmt.Errorf("--url %q: want http://host:port", c.URL)
@@ -107,11 +127,25 @@ func (c Config) Validate() error {
 	if c.Retry.Retries < 0 || c.Retry.Base < 0 || c.Retry.Max < c.Retry.Base {
 		return fmt.Errorf("--retries must be ≥ 0 and --backoff-max ≥ --backoff-base ≥ 0")
 	}
-	if c.Verify && c.Mode != "post" {
+	if c.Verify && c.Mode == "get" {
 		return fmt.Errorf("--verify checks the POST load; it does not apply to --mode get")
 	}
-	if c.Baseline && c.Mode != "post" {
-		return fmt.Errorf("--baseline measures the POST load; it does not apply to --mode get")
+	if c.Rate < 0 {
+		return fmt.Errorf("--rate %g: want requests per second, or 0 for the closed loop", c.Rate)
+	}
+	if c.Rate > 0 {
+		if c.RateCount() < 1 {
+			return fmt.Errorf("--rate %g for --duration %s sends no request", c.Rate, c.Duration)
+		}
+		if c.MaxInFlight < 1 {
+			return fmt.Errorf("--max-inflight must be at least 1")
+		}
+		if c.CSV != "" || c.Chart != "" {
+			return fmt.Errorf("--csv and --chart record the closed loop; with --rate the report's HDR percentiles are the record")
+		}
+	}
+	if c.Mode == "all" && (c.CSV != "" || c.Chart != "") {
+		return fmt.Errorf("--csv and --chart record one kind of request: use --mode post or --mode get")
 	}
 	return nil
 }
@@ -124,35 +158,60 @@ func Run(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		fmt.Fprintln(stdout, "skiload:", err)
 		return ExitUsage
 	}
-	if c.Mode == "get" {
-		return runGet(ctx, c, stdout, p)
+	if c.Rate > 0 {
+		return runOpen(ctx, c, stdout, p)
 	}
-	return runPost(ctx, c, stdout, p)
+	code := ExitOK
+	if c.Mode != "get" {
+		code = runPost(ctx, c, stdout, p)
+		if ctx.Err() != nil {
+			return code
+		}
+	}
+	if c.Mode != "post" {
+		if c.Mode == "all" {
+			fmt.Fprintln(stdout)
+		}
+		code = max(code, runGet(ctx, c, stdout, p))
+	}
+	return code
+}
+
+// startBaseline starts the baseline server when c asks for it; stop is
+// never nil.
+func startBaseline(c Config) (url string, stop func(), err error) {
+	if !c.Baseline {
+		return "", func() {}, nil
+	}
+	url, stop, err = StartBaseline()
+	if err != nil {
+		return "", nil, fmt.Errorf("baseline server: %w", err)
+	}
+	return url, stop, nil
 }
 
 func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
+	baseURL, stopBaseline, err := startBaseline(c)
+	if err != nil {
+		fmt.Fprintln(stdout, "skiload:", err)
+		return ExitFailed
+	}
 	var baseline Summary
 	if c.Baseline {
-		url, stop, err := StartBaseline()
-		if err != nil {
-			fmt.Fprintln(stdout, "skiload: baseline server:", err)
-			return ExitFailed
-		}
-		res, wall := postLoad(ctx, c, url, p, "baseline")
-		stop()
+		res, wall := postLoad(ctx, c, baseURL, p, "baseline")
 		baseline = Summarize("POST baseline (trivial in-process 201 server)", http.MethodPost, res, wall, false)
 		baseline.Print(stdout)
 		fmt.Fprintln(stdout)
-		if ctx.Err() != nil {
-			return ExitFailed
-		}
+	}
+	stopBaseline()
+	if ctx.Err() != nil {
+		return ExitFailed
 	}
 	res, wall := postLoad(ctx, c, c.URL, p, "POST")
 	s := Summarize("POST "+c.URL, http.MethodPost, res, wall, false)
 	s.Print(stdout)
 	if c.Baseline {
-		fmt.Fprintf(stdout, "\nbaseline %.0f req/s, service %.0f req/s: the service reaches %.0f%% of this machine's HTTP ceiling\n",
-			baseline.Throughput, s.Throughput, 100*s.Throughput/max(baseline.Throughput, 1e-9))
+		printCeiling(stdout, baseline, s)
 	}
 	code := ExitOK
 	if s.Failed > 0 || len(res) < c.Phases.Total() {
@@ -163,16 +222,25 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		code = ExitFailed
 	}
 	if c.Verify && ctx.Err() == nil {
-		fmt.Fprintln(stdout)
-		if !verify(ctx, c, res, stdout) {
+		accepted := make([]Ride, 0, len(res))
+		for _, r := range res {
+			if r.Err == nil {
+				accepted = append(accepted, r.Ride)
+			}
+		}
+		if !verify(ctx, c, accepted, stdout) {
 			code = ExitFailed
 		}
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(stdout, "skiload: interrupted")
+	if interrupted(ctx, stdout) {
 		return ExitFailed
 	}
 	return code
+}
+
+func printCeiling(w io.Writer, baseline, service Summary) {
+	fmt.Fprintf(w, "\nbaseline %.0f req/s, service %.0f req/s: the service reaches %.0f%% of this machine's HTTP ceiling\n",
+		baseline.Throughput, service.Throughput, 100*service.Throughput/max(baseline.Throughput, 1e-9))
 }
 
 // postLoad sends the two-phase load to base and returns every result and the wall time.
@@ -183,8 +251,7 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	server := apiclient.ServerURL(base)
 	send := func(ctx context.Context, r Ride) Result {
 		return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-			return withContext(ctx)(apiclient.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
-				apiclient.LiftRide{Time: &r.Time, LiftID: &r.LiftID}))
+			return withContext(ctx)(postRequest(server, r))
 		}, false)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -198,23 +265,46 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	return res, wall
 }
 
-func verify(ctx context.Context, c Config, res []Result, stdout io.Writer) bool {
-	accepted := make([]Ride, 0, len(res))
-	for _, r := range res {
-		if r.Err == nil {
-			accepted = append(accepted, r.Ride)
-		}
-	}
-	client := NewHTTPClient(4, c.Timeout)
+// postRequest is the POST of ride r, built with the generated client.
+func postRequest(server string, r Ride) (*http.Request, error) {
+	return apiclient.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
+		apiclient.LiftRide{Time: &r.Time, LiftID: &r.LiftID})
+}
+
+// drain waits for the service's queue to empty, so that what the POST load
+// was answered 201 for is in the store, and says how long that took.
+func drain(ctx context.Context, c Config, stdout io.Writer, before string) bool {
+	client := NewHTTPClient(1, c.Timeout)
 	defer client.CloseIdleConnections()
 	drained, err := WaitDrained(ctx, client, c.URL, c.VerifyDeadline)
 	if err != nil {
-		fmt.Fprintln(stdout, "verify:", err)
+		fmt.Fprintln(stdout, "skiload: waiting for the queue to drain:", err)
 		return false
 	}
-	// Measured from the last POST's answer (the load has returned) to the
-	// first /readyz with queueDepth 0, to within one poll interval.
-	fmt.Fprintf(stdout, "drained in %.2f s (queueDepth 0 on /readyz after the last POST)\n", drained.Seconds())
+	// Called as soon as the POST load has returned, this is the time from
+	// its last answer to the first /readyz with queueDepth 0, to within one
+	// poll interval.
+	fmt.Fprintf(stdout, "drained in %.2f s (queueDepth 0 on /readyz, %s)\n", drained.Seconds(), before)
+	return true
+}
+
+// interrupted says so when ctx has ended (Ctrl-C): the run stops there.
+func interrupted(ctx context.Context, stdout io.Writer) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	fmt.Fprintln(stdout, "skiload: interrupted")
+	return true
+}
+
+// verify checks, after a blank line, that the store holds accepted.
+func verify(ctx context.Context, c Config, accepted []Ride, stdout io.Writer) bool {
+	fmt.Fprintln(stdout)
+	if !drain(ctx, c, stdout, "after the last POST") {
+		return false
+	}
+	client := NewHTTPClient(4, c.Timeout)
+	defer client.CloseIdleConnections()
 	v, err := Verify(ctx, &Caller{Client: client, Policy: c.Retry}, c.URL, Expect(accepted), c.VerifySample, c.Seed)
 	if err != nil {
 		fmt.Fprintln(stdout, "verify:", err)
@@ -224,24 +314,35 @@ func verify(ctx context.Context, c Config, res []Result, stdout io.Writer) bool 
 	return v.Lost() == 0
 }
 
-// GetCase is one GET test case: a name and how to build a random request
-// (with the generated client's builders, against apiclient.ServerURL(base)).
+// GetCase is one GET test case: a name and how to build its request about
+// one ride the POST load created (with the generated client's builders,
+// against apiclient.ServerURL(base)).
 type GetCase struct {
 	Name    string
-	Request func(server string, rng *rand.Rand, g Ranges) (*http.Request, error)
+	Request func(server string, r Ride) (*http.Request, error)
 }
 
-// GetCases are the three GET test cases of the design notes.
+// GetCases are the three GET test cases of the design notes, each asking
+// about a ride of the seed's POST load: its skier's day vertical at its
+// resort and day, its skier's season totals at its resort, its resort-day's
+// unique skiers. On a service that stored that load, every answer is 200.
 var GetCases = []GetCase{
-	{"GET skier day vertical", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
-		return apiclient.NewGetSkierDayVerticalRequest(server, g.Resorts.pick(rng), itoa(g.Season), itoa(g.Days.pick(rng)), g.Skiers.pick(rng))
+	{"GET skier day vertical", func(server string, r Ride) (*http.Request, error) {
+		return apiclient.NewGetSkierDayVerticalRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID)
 	}},
-	{"GET skier season totals", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
-		return apiclient.NewGetSkierResortTotalsRequest(server, g.Skiers.pick(rng), &apiclient.GetSkierResortTotalsParams{Resort: []string{itoa(g.Resorts.pick(rng))}})
+	{"GET skier season totals", func(server string, r Ride) (*http.Request, error) {
+		return apiclient.NewGetSkierResortTotalsRequest(server, r.SkierID, &apiclient.GetSkierResortTotalsParams{Resort: []string{itoa(r.ResortID)}})
 	}},
-	{"GET unique skiers per resort-day", func(server string, rng *rand.Rand, g Ranges) (*http.Request, error) {
-		return apiclient.NewGetResortSkiersDayRequest(server, g.Resorts.pick(rng), g.Season, g.Days.pick(rng))
+	{"GET unique skiers per resort-day", func(server string, r Ride) (*http.Request, error) {
+		return apiclient.NewGetResortSkiersDayRequest(server, r.ResortID, r.Season, r.Day)
 	}},
+}
+
+// caseRand is the random source that picks the rides GET case k asks
+// about: the same for the baseline and the service, and for every run
+// with the same seed.
+func caseRand(seed uint64, k, worker int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(k)<<32|uint64(worker)))
 }
 
 // withContext adapts a generated builder's (request, error) to the Caller,
@@ -258,45 +359,173 @@ func withContext(ctx context.Context) func(*http.Request, error) (*http.Request,
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
-	client := NewHTTPClient(c.GetWorkers, c.Timeout)
-	defer client.CloseIdleConnections()
-	caller := &Caller{Client: client, Policy: c.Retry}
-	server := apiclient.ServerURL(c.URL)
 	code := ExitOK
-	var all []Result
-	for i, gc := range GetCases {
+	if !drain(ctx, c, stdout, "before the GETs") {
+		code = ExitFailed
+	}
+	fmt.Fprintln(stdout)
+	baseURL, stopBaseline, err := startBaseline(c)
+	if err != nil {
+		fmt.Fprintln(stdout, "skiload:", err)
+		return ExitFailed
+	}
+	defer stopBaseline()
+	known := Known(c.Seed, c.Ranges, c.PostCount())
+	n := c.GetWorkers * c.GetRequests
+	load := func(k int, gc GetCase, base, label string) ([]Result, time.Duration) {
+		client := NewHTTPClient(c.GetWorkers, c.Timeout)
+		defer client.CloseIdleConnections()
+		caller := &Caller{Client: client, Policy: c.Retry}
+		server := apiclient.ServerURL(base)
 		rngs := make([]*rand.Rand, c.GetWorkers)
 		for w := range rngs {
-			rngs[w] = rand.New(rand.NewPCG(c.Seed, uint64(i)<<32|uint64(w)))
+			rngs[w] = caseRand(c.Seed, k, w)
 		}
 		call := func(ctx context.Context, w int) Result {
-			req, err := gc.Request(server, rngs[w], c.Ranges)
+			req, err := gc.Request(server, known[rngs[w].IntN(len(known))])
 			return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
 				return withContext(ctx)(req, err)
 			}, false)
 		}
-		stop := p.Start(ctx, gc.Name, c.GetWorkers*c.GetRequests)
+		stop := p.Start(ctx, label, n)
 		start := time.Now()
 		res := Repeat(ctx, c.GetWorkers, c.GetRequests, call, p.Observe)
 		wall := time.Since(start)
 		stop()
-		s := Summarize(gc.Name, http.MethodGet, res, wall, getNotFound)
-		if i > 0 {
+		return res, wall
+	}
+	var all []Result
+	for k, gc := range GetCases {
+		if k > 0 {
 			fmt.Fprintln(stdout)
 		}
+		var baseline Summary
+		if c.Baseline {
+			res, wall := load(k, gc, baseURL, "baseline "+gc.Name)
+			baseline = Summarize(gc.Name+" baseline (trivial in-process 200 server)", http.MethodGet, res, wall, true)
+			baseline.Print(stdout)
+			fmt.Fprintln(stdout)
+		}
+		res, wall := load(k, gc, c.URL, gc.Name)
+		s := Summarize(gc.Name, http.MethodGet, res, wall, true)
 		s.Print(stdout)
-		if s.Failed > 0 || len(res) < c.GetWorkers*c.GetRequests {
+		if c.Baseline {
+			printCeiling(stdout, baseline, s)
+		}
+		if s.Failed > 0 || len(res) < n {
 			code = ExitFailed
 		}
 		all = append(all, res...)
-		if ctx.Err() != nil {
-			fmt.Fprintln(stdout, "skiload: interrupted")
+		if interrupted(ctx, stdout) {
 			return ExitFailed
 		}
 	}
 	if err := writeOutputs(c, "GET", all); err != nil {
 		fmt.Fprintln(stdout, "skiload:", err)
 		code = ExitFailed
+	}
+	return code
+}
+
+// openCase is one case of an open-loop run.
+type openCase struct {
+	name   string
+	method string
+	// build returns, for one run against server, the builder of request i.
+	build func(server string) func(i int) (*http.Request, error)
+}
+
+// openCases are the cases c's mode runs: the POST of the known rides in
+// order, and the GET cases each asking about known rides picked at random.
+func openCases(c Config, known []Ride) []openCase {
+	var cases []openCase
+	if c.Mode != "get" {
+		cases = append(cases, openCase{name: "POST", method: http.MethodPost,
+			build: func(server string) func(int) (*http.Request, error) {
+				return func(i int) (*http.Request, error) { return postRequest(server, known[i]) }
+			}})
+	}
+	if c.Mode != "post" {
+		for k, gc := range GetCases {
+			cases = append(cases, openCase{name: gc.Name, method: http.MethodGet,
+				build: func(server string) func(int) (*http.Request, error) {
+					rng := caseRand(c.Seed, k, 0)
+					return func(int) (*http.Request, error) { return gc.Request(server, known[rng.IntN(len(known))]) }
+				}})
+		}
+	}
+	return cases
+}
+
+// runOpen runs the open-loop cases: each against the baseline server (with
+// --baseline), then against the service, so both see the machine in the
+// same state, and ends with the two side by side.
+func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
+	n := c.RateCount()
+	known := Known(c.Seed, c.Ranges, n)
+	loop := OpenLoop{Rate: c.Rate, Count: n, MaxInFlight: c.MaxInFlight, Grace: c.Timeout, Clock: RealClock{}}
+	baseURL, stopBaseline, err := startBaseline(c)
+	if err != nil {
+		fmt.Fprintln(stdout, "skiload:", err)
+		return ExitFailed
+	}
+	defer stopBaseline()
+	// One client per server for the whole run: its connections, once
+	// opened, serve every case.
+	svcClient, baseClient := NewHTTPClient(c.MaxInFlight, c.Timeout), NewHTTPClient(c.MaxInFlight, c.Timeout)
+	defer svcClient.CloseIdleConnections()
+	defer baseClient.CloseIdleConnections()
+	run := func(oc openCase, client *http.Client, base, label string) RateSummary {
+		rec := NewRecorder(n, oc.method == http.MethodGet, p.Observe)
+		stop := p.Start(ctx, label, n)
+		sent := loop.Run(ctx, client, oc.build(apiclient.ServerURL(base)), rec.Record)
+		stop()
+		return rec.Summary(fmt.Sprintf("%s, open loop %.0f/s for %s against %s", label, c.Rate, c.Duration, base), oc.method, loop, sent)
+	}
+	code := ExitOK
+	cases := openCases(c, known)
+	var names []string
+	var service, baseline []RateSummary
+	for k, oc := range cases {
+		if k > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if oc.method == http.MethodGet && (k == 0 || cases[k-1].method != http.MethodGet) {
+			if !drain(ctx, c, stdout, "before the GETs") {
+				code = ExitFailed
+			}
+			fmt.Fprintln(stdout)
+		}
+		if c.Baseline {
+			b := run(oc, baseClient, baseURL, oc.name+" baseline")
+			b.Print(stdout)
+			fmt.Fprintln(stdout)
+			baseline = append(baseline, b)
+		}
+		s := run(oc, svcClient, c.URL, oc.name)
+		s.Print(stdout)
+		service, names = append(service, s), append(names, oc.name)
+		if s.Failed > 0 || s.NotSent() > 0 {
+			code = ExitFailed
+		}
+		if oc.method == http.MethodPost && c.Verify && ctx.Err() == nil {
+			var accepted []Ride
+			for i, ok := range s.OK {
+				if ok {
+					accepted = append(accepted, known[i])
+				}
+			}
+			if !verify(ctx, c, accepted, stdout) {
+				code = ExitFailed
+			}
+		}
+		if interrupted(ctx, stdout) {
+			return ExitFailed
+		}
+	}
+	if c.Baseline {
+		fmt.Fprintln(stdout)
+		PrintComparison(stdout, c.Rate, names, service, baseline)
 	}
 	return code
 }
@@ -328,22 +557,45 @@ func writeOutputs(c Config, method string, res []Result) error {
 	)
 }
 
-// StartBaseline serves, on a loopback port, a server that answers every
-// request 201 after reading and discarding its body: the same HTTP work a
-// client and the kernel do, with no service behind it. It returns the base
-// URL and a stop function.
+// Baseline answers, small bodies shaped like the service's 200s to the
+// three GET cases (the real ones vary in their digits only).
+var (
+	baselineResortSkiers = []byte(`{"time":"Mission Ridge","numSkiers":17543}` + "\n")
+	baselineSkierTotals  = []byte(`{"resorts":[{"seasonID":"2024","totalVert":320}]}` + "\n")
+	baselineDayVertical  = []byte("320\n")
+)
+
+// BaselineHandler answers as the service would, without the service: a
+// POST (any method but GET) 201 with no body after reading its body, a GET
+// 200 with a small JSON body picked by the path's shape. It does the HTTP
+// work a client and the kernel do and nothing else.
+func BaselineHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method != http.MethodGet {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		body := baselineDayVertical
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/resorts/"):
+			body = baselineResortSkiers
+		case strings.HasSuffix(r.URL.Path, "/vertical"):
+			body = baselineSkierTotals
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
+
+// StartBaseline serves BaselineHandler on a loopback port, returning the
+// base URL and a stop function.
 func StartBaseline() (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.WriteHeader(http.StatusCreated)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: BaselineHandler(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

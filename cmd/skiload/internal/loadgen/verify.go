@@ -75,7 +75,7 @@ func (v Verdict) Print(w io.Writer) {
 	fmt.Fprintf(w, "unique skiers: %d resort-days checked, %d skiers missing, %d extra\n", v.ResortDays, v.MissingSkiers, v.ExtraSkiers)
 	fmt.Fprintf(w, "day vertical:  %d sampled skier-days checked, %d short, %d over\n", v.SkierDays, v.ShortDays, v.OverDays)
 	if v.Extra() > 0 {
-		fmt.Fprintf(w, "WARNING extra: %d (the service holds more than this run sent: rides from an earlier run? --verify is exact only on a fresh service)\n", v.Extra())
+		fmt.Fprintf(w, "WARNING extra: %d (the service holds more than this run got 201 for: rides from an earlier run, or rides whose answer failed or was cut off after the service took them? --verify is exact only on a fresh service)\n", v.Extra())
 	}
 	fmt.Fprintf(w, "lost: %d\n", v.Lost())
 }
