@@ -47,14 +47,14 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, s
 }
 
 // SkierDayVertical implements ports.RideQueries.
-func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	if err := domain.ValidateResortID(resortID); err != nil {
 		return 0, err
 	}
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return 0, err
 	}
-	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int, error) {
+	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int64, error) {
 		return q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
 	})
 	if err != nil {
@@ -81,7 +81,7 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 			return nil, err
 		}
 	}
-	sums := map[string]int{}
+	sums := map[string]int64{}
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(resortIDs))) {
 		per, err := readThrough(ctx, q.cache, querySkierSeason, skierSeasonKey(skierID, id), func() ([]domain.SeasonVertical, error) {
 			return q.store.SkierSeasonVerticals(ctx, skierID, id)
@@ -133,9 +133,9 @@ func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, seasonID s
 	if len(rides) == 0 {
 		return ports.SkierDay{}, domain.NotFound("skier %d has no rides on day %d of season %s", skierID, dayID, seasonID)
 	}
-	total := 0
+	var total int64
 	for _, r := range rides {
-		total += r.Vertical()
+		total += int64(r.Vertical())
 	}
 	return ports.SkierDay{SkierID: skierID, SeasonID: seasonID, DayID: dayID, TotalVert: total, Rides: rides}, nil
 }

@@ -63,7 +63,7 @@ type countingStore struct {
 	ports.RideStore
 	mu    sync.Mutex
 	calls map[string]int
-	vert  int
+	vert  int64
 }
 
 func (s *countingStore) count(q string) {
@@ -77,7 +77,7 @@ func (s *countingStore) count(q string) {
 
 func (s *countingStore) n(q string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[q] }
 
-func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int, error) {
+func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int64, error) {
 	s.count(querySkierDay)
 	return s.vert, nil
 }

@@ -24,7 +24,7 @@ type RideStore interface {
 	UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error)
 	// SkierDayVertical sums the vertical of the skier's rides at the resort
 	// on that day; 0 when there are none.
-	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error)
 	// SkierSeasonVerticals lists the skier's total vertical at the resort
 	// for every season with rides, seasons ascending.
 	SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error)

@@ -137,7 +137,7 @@ func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.Resor
 }
 
 // SkierDayVertical reads the pre-aggregated total of one item.
-func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
 }
 

@@ -168,11 +168,11 @@ func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID domain
 
 // SkierDayVertical sums the Vertical of the skier's rides of that day at
 // the resort.
-func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
-	total := 0
+func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
+	var total int64
 	err := s.skierRides(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
 		v, err := getNum(it, attrVertical)
-		total += int(v)
+		total += v
 		return err
 	})
 	return total, err
@@ -213,7 +213,7 @@ func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID
 }
 
 // seasonTotals sums vertical per season over the items a query returns.
-type seasonTotals map[string]int
+type seasonTotals map[string]int64
 
 // adder returns the per-item callback that adds the item's vertical
 // attribute (a ride's or a day's) to its season.
@@ -224,7 +224,7 @@ func (t seasonTotals) adder(verticalAttr string) func(item) error {
 			return err
 		}
 		v, err := getNum(it, verticalAttr)
-		t[season] += int(v)
+		t[season] += v
 		return err
 	}
 }

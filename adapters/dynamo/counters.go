@@ -360,7 +360,7 @@ func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.Resort
 }
 
 // SkierDayVertical reads one skier-day item's TotalVertical.
-func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
 }
 

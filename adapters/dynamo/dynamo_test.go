@@ -202,7 +202,7 @@ func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	if atLeast := (1024 - 150) / 32; len(got) < atLeast {
 		t.Errorf("a 1 KB skier-day item held %d rides; the documented estimate promises %d", len(got), atLeast)
 	}
-	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != 10*len(got) {
+	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != int64(10*len(got)) {
 		t.Errorf("vertical = %d, %v; want %d", v, err, 10*len(got))
 	}
 }

@@ -52,12 +52,19 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// LiftRide time and liftID are both required (enforced by the server with a 400)
+// LiftRide time and liftID are both required, and no other field is allowed. The
+// body must be exactly one JSON object, its field names spelled exactly
+// as here (case matters). A ride outside the bounds, a missing or
+// unknown field, or trailing data after the object gets a 400.
 type LiftRide struct {
-	// LiftID Example: 21
+	// LiftID the lift, 1 to 1000; the ride's vertical is liftID × 10 metres
+	//
+	// Example: 21
 	LiftID *int32 `json:"liftID,omitempty"`
 
-	// Time Example: 217
+	// Time the minute of the day the ride started, 0 (midnight) to 1439 (23:59)
+	//
+	// Example: 217
 	Time *int32 `json:"time,omitempty"`
 }
 
@@ -113,7 +120,7 @@ type SeasonVertical struct {
 	SeasonID string `json:"seasonID"`
 
 	// TotalVert Example: 13837
-	TotalVert int32 `json:"totalVert"`
+	TotalVert int64 `json:"totalVert"`
 }
 
 // SeasonsList defines model for SeasonsList.
@@ -127,7 +134,7 @@ type SkierDayRides struct {
 	Rides     []RideOfDay `json:"rides"`
 	SeasonID  string      `json:"seasonID"`
 	SkierID   int32       `json:"skierID"`
-	TotalVert int         `json:"totalVert"`
+	TotalVert int64       `json:"totalVert"`
 }
 
 // SkierSeasonDays defines model for SkierSeasonDays.
@@ -1144,7 +1151,7 @@ type GetSkierDayVerticalResponseObject interface {
 	VisitGetSkierDayVerticalResponse(w http.ResponseWriter) error
 }
 
-type GetSkierDayVertical200JSONResponse int32
+type GetSkierDayVertical200JSONResponse int64
 
 func (response GetSkierDayVertical200JSONResponse) VisitGetSkierDayVerticalResponse(w http.ResponseWriter) error {
 
@@ -1768,45 +1775,49 @@ func (sh *strictHandler) GetPerformanceStats(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3FpbUxs5Fv4rp7RbFVLVweYymeB5IkV2h91MQkFm52HgQbSObQ1tqZHUkF7K/33qSH21u20DwZOaFwrb",
-	"0tG5fOcqPbBYz1KtUDnLRg8s5YbP0KHxn054fnpy4YxUkzPupvSVQBsbmTqpFRux0xNQ2ewaDegx2BsJ",
-	"gucgFbgp+o8WudUqgku2d8nAabhkB2/fXjIWMUn7U6IaMcVnyEZM0HEsYgZvM2lQsJEzGUbMxlOccTrd",
-	"5SkttJ4lNp9H7BytNu70pJc/PfbcGL+OPknl0KB13TyYgt5KNsbazLhjIyaVO9hnUckXkZ6g8YxdeNHX",
-	"qq9gr6ksDmOdmTdCTqSDHLnp5tQWBzxSYRc3Es16fVla1nNwoPBMDc1pu021suix9p6Lc7zNyDAjQqVy",
-	"qPy/PE0TGXPicPCHJTYfGgf90+CYjdg/BjWOB+FXOzgv6P9iJ+HABWHVHU+kAKnSzFk2j9gn7f6lMyW2",
-	"xcEJdxyUdmRwJYiDz3doEs0Fbo2HL1rDjKscTNC+/QkMOpMDHzs0HgsNF8dYK2HJxc9p0ZtjWsQiNkUu",
-	"iqDR/KHF5DIE5hEd/5GbCW5L3AJjcK1FDgmdTDJyBYfwX/meTPCr4ndcJvw62RpTX6YItxlmCDFXhAfH",
-	"bzCELSkQlL7fplHmpSP7ncdnpxeOF9nB6BSNk8FjUYlUS+Wqn6XDmV2nig+NXaTuggFuDM9ZiAplUPl9",
-	"4YirarW+/gNjv71FbonFX88/ek6/8llK5mSDEN9tHZHK0BixGf+6HBFn/Csk3KGKfWKb0c6K3N7Ru2h9",
-	"qIvYDLnqII1craC9txFpkpYHgk05//3hy7KIC8ol5TQJFHwGRXTp+mfkScgabS1bx11m2wzom7XnF9u6",
-	"Tvoox+5cClxWmpMzBK4EJHLsTk+AG4Rr7aZQUoYdVGNtYhRwnYdUhuYODdxLNwUOh8PhaxYtSBCItSTY",
-	"30z/xM/Cvh+jjQqEJaHPkQup0Ha4WjzF+Mb/x4WQpAqenLVWLKF5ibwPMCeYduV9CjMWeBxj6khxmfNp",
-	"KUcH1mmyV1umt4edyngeEFosRqXMV52aIif+oJzJl3VVVXCblCFRsfwTD2ZczWhjbVSf08+hr7U6zKmy",
-	"Wf1Tpaof3x0dHT0KdAuuUZW5ryxQrQY79FWsM2MRbIpx+f1YUw6RFsYSE/G6GXbYL9JaqRWcSzHBtabz",
-	"nEQNgfqVYT9K6/rMtXn+aNp+XfooafcwVaXkJaZmaC2fbICIcmHnCVLg5/EJ78BoHW82RujGy0twbLD0",
-	"jjiKedJZCHQaumA8avZJFZUuJYQ26H+NgxZyR9nFtILG/nDvqCtFO+14QsRay/cO3h1sGHRbYaduoGq6",
-	"/TL04DdQaeO3Lxh3o7Sk0Hk0edUJzwlLHYEkdMxdJ5pyw2ZOVUF1idmoZaKlc8pmcENsNu23zjxVm9kw",
-	"VDkiqAmVovZqL1jvhOd9+nuU7TwLlgiLLhm+obY2VEfBS1TK0quHfh98bAhe8OmnR2FaKdVYL+eyixtJ",
-	"zfHx2Sns7w6jUMP5is7eSMEd34XfpME3xB138jrBUN/FiSRWYYKKyloUl2ps9AzqRPjKwsU9n1Dft787",
-	"9GkRdixlxZS7qY2gKohPhY2gGohdKkqd1teeJIaN4D8Xnz+FFOrTqn0dQZpkFty9hhTNG28yauyMpOVT",
-	"Xz5fqrKpsZEnxgMdNEab0JZqBXiHJg/f7V5STe6k85Hx4kaCHxscn52G2GuDxvZ3h0U/oHgq2Ygd7A53",
-	"D6jSJbFIw4PAwP/p/wl6F2zISk0Dup+LJQvDmf3h8Jv1wkUX0dEG80TeoYePzWYzTsWdL2pSo2O0FqSF",
-	"sCRijk8sYSuIxK5o08AgF/lK8c7DiheUri7iOwT0DJKVfhgebOdEquKLU1tqDfgSmKISof+0tC6e8usE",
-	"fwKeWA0GU/Jb7zthOiGK0rxH+1UU6Vd/2Xy/oP7rWrNDHzaLCUrjLKn9fEE1E3TAIZHWlUPtQrJysE3h",
-	"55rbJgyrENfUxOChLJLmg0aVsFo5Ra3h/bYexf/eLXS9ZNCag8+vXlDDzWpoYw1H7DCw0EW5YnXQGAL7",
-	"LYfrt1Qz25VWDDwXjU9ohuRYoihs22nKiKXadtjqWIigg29hJC/sey3yR9mnrfIcuQkOHJLuaPkKAWwW",
-	"T4Fb2B/uHy6NP/wlwwYF+Lwzgy9kbq/aHBTeQ1AT3PEkw6XrgvkSRveWRSMqwXgQG6SEDjvaAE98UAOD",
-	"E2kdGhSvt4OxiB3uHazfUE2126A8FpTuGzIRHvkqDK4OJ4OHshacDwTPBw++BpwPbDVcWBNs/Doq+5+H",
-	"5GjFPdILXGptUDo/7aISdvZ2dw/evn391PvJ9ZxdvXjuKwYx33doro2RKXmbFfeNFrgrvKGAOMG61zHC",
-	"nh5nsAveMHgoOqj5Kr9o99uP9YqOO1+C4ppdi7fsG2xpXuK+bLJv6aMDU+UllS0dXoQuecuYqq6sX9ma",
-	"Ha08OwSqcMFJ4ImA/ha3A2GoVaKrCJvrwPVoPDUmENtB1Hbh0RCvByDkjt484i+AxlTfhwtuz0UFlMBP",
-	"lQPKNNWEyhporM3HzwtB1Xzl2bn5bxm1qlr14PCH4UbT343yIbwBP1uEcqpd9QwUSQy6zKi/BMaUNYmN",
-	"Hu4Cppf7m6LW6YJyX3/zm5EOP+F9dQn7Nwbg09qvVSGx0tqa3iiRYxeedwh0XCb2aQ2SNxY0kLxTPRuR",
-	"NoxthB8z3sskgWss7nO/13YpYof7R+s3NJ5J1dO01Vuaz3rannXvVcgXrNJyrHWZoIzrg+aN2soAH3zk",
-	"CznzE6qCJo6Xep3iqaPTMJaJQ0OVzo7BFLnzUlm8Q8OTcO2bJlpg2cj4nuc2Q5MvPohc2fVsfndiXe7H",
-	"CxSsOzgvurAm5xHoNLx3eIYMthzXPJ/nF6+m6muVpyas7z1JdQ3gduF0DEqXfbi09YqoEAh4kpSDvF5/",
-	"dNxJ62S8cvhxhsZXCyrG8LDsBW1aPZ97+jCa9HV8dgppzTbYgu9KC7XgV+EFn3/0FKJJZhKqg51LR4NB",
-	"omOeTLV1o3fDd0MP6ILIQ9vlrXfQ5pvf9jf1iY1vixuB+dX8zwAAAP//",
+	"3FrZUhtJ1n6VE/X/EYaIsiQQXpCvcOCZZsZtE+Cevmi4OFQdSdlUZZYzs8AaQs8xDzQvNnEya5VKC2Cw",
+	"o29sJOVylu/seRdEKs2UJGlNMLoLMtSYkiXtPh3j7OT43GohJ6dop/xVTCbSIrNCyWAUnByDzNMr0qDG",
+	"YK4FxDgDIcFOyX00hEbJEC6CvYsArIKLYPj69UUQhIHg/RmfGgYSUwpGQczXBWGg6WsuNMXByOqcwsBE",
+	"U0qRb7ezjBcaR1Iwn4fBGRml7cnxSvrU2FGj3Tr+JKQlTcZ206CL89aSMVY6RRuMAiHtcD8IS7r46Alp",
+	"R9i5Y32j+ArymsJCGKtcv4zFRFiYEepuSk1xwT0Fdn4tSG+Wl+FlKy72JzxSQnPebjIlDTmsvcf4jL7m",
+	"rJgRo1Jaku5PzLJERMgU9v80TOZd46L/1zQORsH/9Wsc9/2vpn9WnP+rmfgLF5iVN5iIGITMcmuCeRh8",
+	"UvZvKpfxc1FwjBZBKssKlzFT8PmGdKIwpmej4YtSkKKcgfbSN+9Ak9UzwLEl7bDQMHGKlIwNm/gZL3p5",
+	"xIuCMJgSxoXTaP7QInIZAvOQr/+IekLPxW6BMbhS8QwSvpl5RAkH8E/xnlXwm8QbFAleJc9G1Jcpwdec",
+	"coIIJePB4jV5tyViAqlun1Mp89KQ3c6j05Nzi0V00CojbYW3WJJxpoS01c/CUmo2ieJDYxeLuyAAtcZZ",
+	"4L1C6VT+WLjislqtrv6kyG1vHbdE4m9nHx2l3zDNWJ1B3/t3U3uk0jWGQYrflj1iit8gQUsycoEt5Z3V",
+	"cXuHb8PNri4MUkLZcTShXHP23lZHM7foD2zy+fcPX5ZZXBAuC6d5QEGnF0SXrH8hTHzUaEvZWLS5aROg",
+	"rjfeX2zruumjGNszEdOy0KxICVDGkIixPTkG1ARXyk6hPDl0v0oFyk5Jw1hQEoMwgEmibinuwZcpXUhn",
+	"/mnOjoCAvmFkkxkoSfCP88+fwBMSgrCmOIBDnwGTUZJQXG64kGhgSppgJ0JDkKLlzGm3B0fecFVuDf/P",
+	"9nrFLt5wdE+FMUJOQOkLmctrqW6lvyUEpcFqFAn/HHNwqO3d0wQTsgYQDgaD3gXrqq0JL5QOqU3JCSyE",
+	"Pc7C9gaDwbvKv7wwcMNHRJiwoArB/vc/sDeAlKymFi73u3CZ4jeR5mkw4pPDIBWy+NgFWVZhN4mpkLml",
+	"MgXhXLLygcaitqzdAeykIpZiMrW7jpeD4SHs7A9Hrw5323S+WUvowfCwQeigM4dbwuUZYSwkmQ5vGE0p",
+	"unZ/YRwLZgqT09aKJYezdLyLAceUdaVmLAUDGEWUWYrhKrcuc5iRBWMVm1Sb3dcHnf7icbbaIjEseb7s",
+	"lBT72Q/S6tmyrKoke5tMMSyWf0IPm/WENtaG9T2rKXTpcIc6ZZ7WP1WievP28PBwK7+8GuSeqBfG+RTY",
+	"4a8ilWtD7F6i8vsxu4KpKPxPC9nBr+xAlIQzEU9oo+ocJWGDodXCMB+FsavUtX2Ib+p+U4Qvz15BVJU1",
+	"LRGVkjE42QIR5cLOG0RMn8fH2IHR2pVujdCtl5fg2GJp6Zk7c7VORReEh81StjqlSwi+Uv1X46KF8F4W",
+	"mi2nsT/YO+zKoqyymPBhreV7w7fDNx0OaoMDbrmgut6t71jNzwos+1PaWF7lmLsRW57QeTVb2DHOGFcd",
+	"TsU3OLpu1OWG7Qysgu0SsWFLXUv3lLX7ljht6vJRuqtaBg0tlu2e+pZSDitF61V7jLNVwr2XYh0Jhg+O",
+	"u8zrO4pyS3EUtIQlLyvlsNpY7+urF4z/4e6aVwo5VstB7/xaHKPFo9MT2O8NQjCkbziDmYG5Fpzl9uB3",
+	"oeklU4dWXCUEt8JOIUoEkwoTklyiUHwhx1qlUEfMFwbOb3HCNfx+b+DiJ+wYDp8Z2qkJoSpuTjj1rpqb",
+	"F9Ln81wpMBsm9Hl/I9ffDSFLcgP2VkFG+qVTGRfpWvDyqSuFLmRZoBpfdqA/h7RW2rcYlAS6IT3z3/mc",
+	"3QrrXOj5tQDXAjo6PfFO2niJ7fcGRW0nMRPBKBj2Br0hZ/vMFku47wn4N/89IWefDV65ACT7S7FkodG2",
+	"Pxh8t75GURF2tDQwETfk4GPyNEXOAl32k2kVkTG+IuMlYWBxYhhbnqXgkjf1NWE8W8vemV/xhNzV2X4H",
+	"g45A1tKrwfB5buR0v7i1JVaPr5gykrHvJRheF03xKqF3gIlRoClju3W24ztNcZHDr5B+5UVWi79spDyh",
+	"/OuktEMeJo8YSuM8qe18QTQTsoCQCGPLAUXBWTmkYPdzhaYJw8rFNSXRvyuzqXm/kUKsF06RiDi7rccq",
+	"f3QzXS/pt2Ya88snlHAzVdpawmFw4EnoOrkitd9o6LstB5u3VP33tVr0NBcVkq+axFhQXOi2U5VhkCnT",
+	"oaujOPYy+B5Kcsy+V/HsXvppi3xGqL0B+6A7Wh4HgcmjKaCB/cH+wVILyA2MtsjU550RfCFyO9HOQNIt",
+	"eDHBDSY5LY1+5ksY3VtmjU/xyoNIEwd02FEaMHFODTRNhLGkKd59HoyFwcHecPOGakLRBuVRzOG+wRPj",
+	"EddhcL076d+VueC8H+Osf+dywHnfVF2IDc7GreOa4HFIDtfMBJ9gQLlF6vywoTPs7PV6w9evdx86a95M",
+	"2eWTx76iY/Nzu+ZaGbkUX/NidmwAbWENBcQZ1isNw+9ZYQxmwRr6d0UFNV9nF+1i/L5W0TG/Zyhu2LX4",
+	"YmKLLc2B/NMG+5Y8OjBVNttNowP/AzBVPT94YWpylPQDAbTgh9UMnhD4X19LFt2vEl2F29wErnvjqdGB",
+	"eB5EPS88GuytAAibo1NP/AOgMVW3/rGCo6ICiqenigFlmGpCZQM0Nsbjx7mgqr/y6Nj8l/RaVa46PHg1",
+	"uHebeKvYCC/B9RnrUWdZP7BX0WRzLX8IpDmCMhkrqPP4Xq51irynC9arap3ftbD0iW6r4fpfGIwPK8XW",
+	"ucdKahvqpESMrR9Zx2RRJOZhxZJTFjSQvFONwoXxLZzYtRxvRZLAFRVD4J+1dAqDg/3DzRsaz9/qztr6",
+	"Lc3nWm3LunUixAWttAxrU1QofXy/OYZb6+y9jXxhY35AhtDE8VLdUzxhtQrGIrGkOevZ0ZQRWseVoRvS",
+	"mPhZcZaomMqixtU/X3PSs8WHrmsroO3nKMbOXKuBHXcH5UVF1qQ8BJX5RxKP4MGUrZvH0/zkmVU9Ynlo",
+	"wPrZg1RXM64HJ2OQqqzJhalXhAVDgElSNvVW2qNFK4wV0dpGyClplznIiPyDwSfUafUs8uGNaZbX0ekJ",
+	"ZDXZYAq6KynUjF/6l5mkb0pvkuuEc2Jrs1G/n6gIk6kydvR28HbgAF0cctc2eeMMtPmWu/1NfWPj22I6",
+	"ML+c/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -128,7 +128,7 @@ func (s *RideStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, 
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok || domain.ValidateDayID(dayID) != nil {
 		return 0, nil
@@ -138,7 +138,7 @@ func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.Resort
 	if err != nil {
 		return 0, classify(ctx, fmt.Sprintf("postgres: vertical of skier %d at resort %d, season %s, day %d", skierID, resortID, seasonID, dayID), err)
 	}
-	return int(lifts) * domain.VerticalPerLift, nil
+	return lifts * domain.VerticalPerLift, nil
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
@@ -150,7 +150,7 @@ func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.Ski
 			var season int16
 			var lifts int64
 			err := row.Scan(&season, &lifts)
-			return domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: int(lifts) * domain.VerticalPerLift}, err
+			return domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: lifts * domain.VerticalPerLift}, err
 		})
 		if err == nil {
 			return out, nil

@@ -254,11 +254,11 @@ func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
 type model struct {
 	rides   map[domain.LiftRide]bool
 	skiers  map[[3]string]map[domain.SkierID]bool // resort, season, day
-	dayVert map[string]int
+	dayVert map[string]int64
 }
 
 func newModel(rides []domain.LiftRide) model {
-	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[domain.SkierID]bool{}, dayVert: map[string]int{}}
+	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[domain.SkierID]bool{}, dayVert: map[string]int64{}}
 	for _, r := range rides {
 		if m.rides[r] {
 			continue
@@ -269,7 +269,7 @@ func newModel(rides []domain.LiftRide) model {
 			m.skiers[k] = map[domain.SkierID]bool{}
 		}
 		m.skiers[k][r.SkierID()] = true
-		m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())] += r.Vertical()
+		m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())] += int64(r.Vertical())
 	}
 	return m
 }

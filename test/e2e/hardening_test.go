@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/skidata/skidata/adapters/httpapi"
+	"github.com/skidata/skidata/adapters/inproc"
+	"github.com/skidata/skidata/adapters/memory"
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/apitest"
+)
+
+// The cases of issue 14 ("Hardening the edge") that need the whole handler
+// stack in memory mode.
+
+func TestRideOutsideTheBoundsIsRefusedAndTotalsStayIntact(t *testing.T) {
+	base := apitest.Start(t, compose.DefaultConfig())
+	url := rideURL(base, 1, 3, 4242)
+	for _, body := range []string{`{"time":217,"liftID":2147483647}`, `{"time":2147483647,"liftID":2}`, `{"time":1440,"liftID":2}`, `{"time":217,"liftID":1001}`} {
+		r := apitest.Call(t, "POST", url, body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "must be between") {
+			t.Errorf("POST %s = %d %s; want 400 naming the bound", body, r.Status, r.Body)
+		}
+	}
+	if r := apitest.Call(t, "POST", url, `{"time":1439,"liftID":1000}`); r.Status != http.StatusCreated {
+		t.Fatalf("a ride at the bounds: %d %s; want 201", r.Status, r.Body)
+	}
+	waitDrained(t, base)
+	if r := apitest.Call(t, "GET", url, ""); strings.TrimSpace(string(r.Body)) != "10000" {
+		t.Errorf("day vertical = %d %s; want 10000 (the refused rides left no trace)", r.Status, r.Body)
+	}
+}
+
+// largeTotalsHandler serves the API over a memory store holding enough
+// legal rides of one skier-day that the vertical passes what int32 holds.
+func largeTotalsHandler(t *testing.T) (http.Handler, int64) {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	store := memory.NewRideStore()
+	var want int64
+	var batch []domain.LiftRide
+	for tm := int32(domain.MinTime); tm <= domain.MaxTime && want <= 1<<31; tm++ {
+		for lift := int32(domain.MaxLiftID); lift > domain.MaxLiftID-200; lift-- {
+			r := domain.MustLiftRide(1, "2024", 5, 77, tm, lift)
+			batch = append(batch, r)
+			want += int64(r.Vertical())
+		}
+	}
+	if err := store.AddRides(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := app.NewCatalog(ctx, memory.NewResortStore(), true, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := app.NewQuery(catalog, store, nil, 0, ports.NopMetrics{}, log)
+	h := &httpapi.Handlers{Ingest: app.NewIngest(catalog, inproc.New(10)), Queries: q, Resorts: catalog, Stats: app.NewEndpointStats(ports.NopMetrics{})}
+	return httpapi.NewHandler(h, log), want
+}
+
+func TestLargeLegalTotalsDoNotWrap(t *testing.T) {
+	h, want := largeTotalsHandler(t)
+	if want <= 1<<31-1 {
+		t.Fatalf("fixture total %d fits in int32; the test needs more", want)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, c := range []struct{ path, want string }{
+		{"/skiers/1/seasons/2024/days/5/skiers/77", fmt.Sprint(want)},
+		{"/skiers/77/vertical?resort=1", fmt.Sprintf(`{"resorts":[{"seasonID":"2024","totalVert":%d}]}`, want)},
+		{"/skiers/seasons/2024/days/5/skiers/77", fmt.Sprintf(`"totalVert":%d}`, want)},
+	} {
+		r := apitest.Call(t, "GET", srv.URL+c.path, "")
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), c.want) {
+			body := string(r.Body)
+			if len(body) > 300 {
+				body = body[:150] + "..." + body[len(body)-150:]
+			}
+			t.Errorf("GET %s = %d %s; want 200 with %s", c.path, r.Status, body, c.want)
+		}
+	}
+}
