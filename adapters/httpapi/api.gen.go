@@ -185,10 +185,13 @@ type AddSeasonJSONBody struct {
 
 // GetSkierResortTotalsParams defines parameters for GetSkierResortTotals.
 type GetSkierResortTotalsParams struct {
-	// Resort resort to filter by (repeat for several)
+	// Resort resort to filter by (repeat for several). At most 20 distinct
+	// values (repeats count once; more is a 400); every resort must
+	// exist (an unknown one is a 404 naming it).
 	Resort []string `form:"resort" json:"resort"`
 
-	// Season season to filter by, optional (repeat for several)
+	// Season season to filter by, optional (repeat for several). At most 20
+	// distinct values (repeats count once; more is a 400).
 	Season *[]string `form:"season,omitempty" json:"season,omitempty"`
 }
 
@@ -1775,49 +1778,50 @@ func (sh *strictHandler) GetPerformanceStats(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3FrZUhtJ1n6VE/X/EYaIsiQQXpCvcOCZZsZtE+Cevmi4OFQdSdlUZZYzs8AaQs8xDzQvNnEya5VKC2Cw",
-	"o29sJOVylu/seRdEKs2UJGlNMLoLMtSYkiXtPh3j7OT43GohJ6dop/xVTCbSIrNCyWAUnByDzNMr0qDG",
-	"YK4FxDgDIcFOyX00hEbJEC6CvYsArIKLYPj69UUQhIHg/RmfGgYSUwpGQczXBWGg6WsuNMXByOqcwsBE",
-	"U0qRb7ezjBcaR1Iwn4fBGRml7cnxSvrU2FGj3Tr+JKQlTcZ206CL89aSMVY6RRuMAiHtcD8IS7r46Alp",
-	"R9i5Y32j+ArymsJCGKtcv4zFRFiYEepuSk1xwT0Fdn4tSG+Wl+FlKy72JzxSQnPebjIlDTmsvcf4jL7m",
-	"rJgRo1Jaku5PzLJERMgU9v80TOZd46L/1zQORsH/9Wsc9/2vpn9WnP+rmfgLF5iVN5iIGITMcmuCeRh8",
-	"UvZvKpfxc1FwjBZBKssKlzFT8PmGdKIwpmej4YtSkKKcgfbSN+9Ak9UzwLEl7bDQMHGKlIwNm/gZL3p5",
-	"xIuCMJgSxoXTaP7QInIZAvOQr/+IekLPxW6BMbhS8QwSvpl5RAkH8E/xnlXwm8QbFAleJc9G1Jcpwdec",
-	"coIIJePB4jV5tyViAqlun1Mp89KQ3c6j05Nzi0V00CojbYW3WJJxpoS01c/CUmo2ieJDYxeLuyAAtcZZ",
-	"4L1C6VT+WLjislqtrv6kyG1vHbdE4m9nHx2l3zDNWJ1B3/t3U3uk0jWGQYrflj1iit8gQUsycoEt5Z3V",
-	"cXuHb8PNri4MUkLZcTShXHP23lZHM7foD2zy+fcPX5ZZXBAuC6d5QEGnF0SXrH8hTHzUaEvZWLS5aROg",
-	"rjfeX2zruumjGNszEdOy0KxICVDGkIixPTkG1ARXyk6hPDl0v0oFyk5Jw1hQEoMwgEmibinuwZcpXUhn",
-	"/mnOjoCAvmFkkxkoSfCP88+fwBMSgrCmOIBDnwGTUZJQXG64kGhgSppgJ0JDkKLlzGm3B0fecFVuDf/P",
-	"9nrFLt5wdE+FMUJOQOkLmctrqW6lvyUEpcFqFAn/HHNwqO3d0wQTsgYQDgaD3gXrqq0JL5QOqU3JCSyE",
-	"Pc7C9gaDwbvKv7wwcMNHRJiwoArB/vc/sDeAlKymFi73u3CZ4jeR5mkw4pPDIBWy+NgFWVZhN4mpkLml",
-	"MgXhXLLygcaitqzdAeykIpZiMrW7jpeD4SHs7A9Hrw5323S+WUvowfCwQeigM4dbwuUZYSwkmQ5vGE0p",
-	"unZ/YRwLZgqT09aKJYezdLyLAceUdaVmLAUDGEWUWYrhKrcuc5iRBWMVm1Sb3dcHnf7icbbaIjEseb7s",
-	"lBT72Q/S6tmyrKoke5tMMSyWf0IPm/WENtaG9T2rKXTpcIc6ZZ7WP1WievP28PBwK7+8GuSeqBfG+RTY",
-	"4a8ilWtD7F6i8vsxu4KpKPxPC9nBr+xAlIQzEU9oo+ocJWGDodXCMB+FsavUtX2Ib+p+U4Qvz15BVJU1",
-	"LRGVkjE42QIR5cLOG0RMn8fH2IHR2pVujdCtl5fg2GJp6Zk7c7VORReEh81StjqlSwi+Uv1X46KF8F4W",
-	"mi2nsT/YO+zKoqyymPBhreV7w7fDNx0OaoMDbrmgut6t71jNzwos+1PaWF7lmLsRW57QeTVb2DHOGFcd",
-	"TsU3OLpu1OWG7Qysgu0SsWFLXUv3lLX7ljht6vJRuqtaBg0tlu2e+pZSDitF61V7jLNVwr2XYh0Jhg+O",
-	"u8zrO4pyS3EUtIQlLyvlsNpY7+urF4z/4e6aVwo5VstB7/xaHKPFo9MT2O8NQjCkbziDmYG5Fpzl9uB3",
-	"oeklU4dWXCUEt8JOIUoEkwoTklyiUHwhx1qlUEfMFwbOb3HCNfx+b+DiJ+wYDp8Z2qkJoSpuTjj1rpqb",
-	"F9Ln81wpMBsm9Hl/I9ffDSFLcgP2VkFG+qVTGRfpWvDyqSuFLmRZoBpfdqA/h7RW2rcYlAS6IT3z3/mc",
-	"3QrrXOj5tQDXAjo6PfFO2niJ7fcGRW0nMRPBKBj2Br0hZ/vMFku47wn4N/89IWefDV65ACT7S7FkodG2",
-	"Pxh8t75GURF2tDQwETfk4GPyNEXOAl32k2kVkTG+IuMlYWBxYhhbnqXgkjf1NWE8W8vemV/xhNzV2X4H",
-	"g45A1tKrwfB5buR0v7i1JVaPr5gykrHvJRheF03xKqF3gIlRoClju3W24ztNcZHDr5B+5UVWi79spDyh",
-	"/OuktEMeJo8YSuM8qe18QTQTsoCQCGPLAUXBWTmkYPdzhaYJw8rFNSXRvyuzqXm/kUKsF06RiDi7rccq",
-	"f3QzXS/pt2Ya88snlHAzVdpawmFw4EnoOrkitd9o6LstB5u3VP33tVr0NBcVkq+axFhQXOi2U5VhkCnT",
-	"oaujOPYy+B5Kcsy+V/HsXvppi3xGqL0B+6A7Wh4HgcmjKaCB/cH+wVILyA2MtsjU550RfCFyO9HOQNIt",
-	"eDHBDSY5LY1+5ksY3VtmjU/xyoNIEwd02FEaMHFODTRNhLGkKd59HoyFwcHecPOGakLRBuVRzOG+wRPj",
-	"EddhcL076d+VueC8H+Osf+dywHnfVF2IDc7GreOa4HFIDtfMBJ9gQLlF6vywoTPs7PV6w9evdx86a95M",
-	"2eWTx76iY/Nzu+ZaGbkUX/NidmwAbWENBcQZ1isNw+9ZYQxmwRr6d0UFNV9nF+1i/L5W0TG/Zyhu2LX4",
-	"YmKLLc2B/NMG+5Y8OjBVNttNowP/AzBVPT94YWpylPQDAbTgh9UMnhD4X19LFt2vEl2F29wErnvjqdGB",
-	"eB5EPS88GuytAAibo1NP/AOgMVW3/rGCo6ICiqenigFlmGpCZQM0Nsbjx7mgqr/y6Nj8l/RaVa46PHg1",
-	"uHebeKvYCC/B9RnrUWdZP7BX0WRzLX8IpDmCMhkrqPP4Xq51irynC9arap3ftbD0iW6r4fpfGIwPK8XW",
-	"ucdKahvqpESMrR9Zx2RRJOZhxZJTFjSQvFONwoXxLZzYtRxvRZLAFRVD4J+1dAqDg/3DzRsaz9/qztr6",
-	"Lc3nWm3LunUixAWttAxrU1QofXy/OYZb6+y9jXxhY35AhtDE8VLdUzxhtQrGIrGkOevZ0ZQRWseVoRvS",
-	"mPhZcZaomMqixtU/X3PSs8WHrmsroO3nKMbOXKuBHXcH5UVF1qQ8BJX5RxKP4MGUrZvH0/zkmVU9Ynlo",
-	"wPrZg1RXM64HJ2OQqqzJhalXhAVDgElSNvVW2qNFK4wV0dpGyClplznIiPyDwSfUafUs8uGNaZbX0ekJ",
-	"ZDXZYAq6KynUjF/6l5mkb0pvkuuEc2Jrs1G/n6gIk6kydvR28HbgAF0cctc2eeMMtPmWu/1NfWPj22I6",
-	"ML+c/y8AAP//",
+	"3FrbUiNH0n6VjP7/iIGIHkkgPB40VzjwrtkdjwkYry8sLpLulFSmu6qnqhrQEnqOfaB9sY2s6qPUOgCG",
+	"mfDNDJLqkPXll8eqhyBSaaYkSWuC0UOQocaULGn36RTnZ6eXVgs5PUc7469iMpEWmRVKBqPg7BRknl6T",
+	"BjUBcyMgxjkICXZG7qMhNEqGMA4OxgFYBeNg+O7dOAjCQPD8jFcNA4kpBaMg5u2CMND0JRea4mBkdU5h",
+	"YKIZpci723nGA40TKVgswuCCjNL27HStfGripNFuHH8S0pImY7tl0MV6G8WYKJ2iDUaBkHZ4GISlXLz0",
+	"lLQT7NIdfSt8hXhNsBAmKtdvYzEVFuaEultSU2zwSMAubwTp7XgZHrZmY7/CMxFa8HSTKWnIce0HjC/o",
+	"S86KGTErpSXp/sQsS0SELGH/D8NiPjQ2+n9Nk2AU/F+/5nHf/2r6F8X6P5up33DpsPIWExGDkFluTbAI",
+	"g0/K/k3lMn4tCU7RIkhlWeEyZgl+uSWdKIzp1WT4rBSkKOegPfrmA2iyeg44saQdFxomTpGSsWETv+BB",
+	"b094UBAGM8K4cBrNH1pCrlJgEfL2H1FP6bWOW3AMrlU8h4R35jOihCP4p/iBVfCrxFsUCV4nrybU5xnB",
+	"l5xygggl88HiDXm3JWICqe5eUymL0pDdzJPzs0uLRXTQKiNthbdYknGmhLTVz8JSarZB8WNjFsNdCIBa",
+	"4zzwXqF0Kr8vbXFVjVbXf1DkpreWWxHx14uPTtJ7TDNWZ9D3/t3UHql0jWGQ4v2qR0zxHhK0JCMX2FKe",
+	"WS13cPw+3O7qwiAllB1LE8oNax/stDSfFv2CzXP+/cfPq0dcApfBaS5QyOmB6ML6J8LER402ysaizU1b",
+	"AHWzdf9iWtdOH8XEXoiYVkGzIiVAGUMiJvbsFFATXCs7g3Ll0P0qFSg7Iw0TQUkMwgAmibqjuAefZzSW",
+	"zvzTnB0BAd1jZJM5KEnwj8tfPoEXJARhTbEAhz4DJqMkobicMJZoYEaaYC9CQ5Ci5cxpvwcn3nBVbg3/",
+	"z/Z6zS7ecHRPhTFCTkHpsczljVR30u8SgtJgNYqEf445ONT27mWCKVkDCEeDQW/MumprwoPSgdqMHGAh",
+	"HHAWdjAYDD5U/uWNgVteIsKEgSqA/e9/4GAAKVlNLV4edvEyxXuR5mkw4pXDIBWy+NhFWVZht4ipkLml",
+	"MgXhXLLygcaitqzdAeylIpZiOrP77ixHw2PYOxyOvjveb8v5/UZBj4bHDUEHnTncCi8vCGMhyXR4w2hG",
+	"0Y37C+NY8KEwOW+NWHE4K8u7GHBKWVdqxigYwCiizFIM17l1mcOcLBir2KTax3131OkvnmerLRHD8sxX",
+	"nUixn/1RWj1fxapKsnfJFMNi+Cf0tNksaGNsWO+zXkKXDneoU+Zp/VMF1ffvj4+Pd/LL60nuhXpjnE+B",
+	"Pf4qUrk2xO4lKr+fsCuYicL/tJgd/MwOREm4EPGUtqrOSRI2DrQeDPNRGLtOXbuH+Kbut0X4cu01QlVZ",
+	"04pQKRmD0x0YUQ7s3EHE9MvkFDs4WrvSnRm68/CSHDsMLT1zZ67WqehC8LBZylardIHgK9V/NTZaCu9l",
+	"odlyGoeDg+OuLMoqiwkv1hp+MHw//L7DQW1xwC0XVNe79R7rz7OGy36VNpfXOeZuxpYrdG7NFnaKc+ZV",
+	"h1PxDY6uHXU5YTcDq2i7ImzYUtfKPmXtviNPm7p8lu6qlkFDi2W7p96lxGEttF61pzhfB+6jFOtEMLxw",
+	"3GVefyKUO8JRyBKWZ1mLw3pjfayvXjL+p7trHinkRK0GvcsbcYoWT87P4LA3CMGQvuUMZg7mRnCW24Pf",
+	"hKa3LB1acZ0Q3Ak7gygRLCpMSXKJQvFYTrRKoY6Ybwxc3uGUa/jD3sDFT9gzHD4ztDMTQlXcnHHqXTU3",
+	"x9Ln81wp8DFM6PP+Rq6/H0KW5AbsnYKM9FunMi7SteDhM1cKjWVZoBpfdqBfh7RW2rcYlAS6JT333/mc",
+	"3QrrXOjljQDXAjo5P/NO2njEDnuDoraTmIlgFAx7g96Qs30+FiPc9wL8m/+ekrPPxlm5ACT7UzFkqdF2",
+	"OBj8aX2NoiLsaGlgIm7J0cfkaYqcBbrsJ9MqImN8RcZDwsDi1DC3/JGCK57U14TxfOPxLvyIFzxdne13",
+	"HNAJyFr6bjB8nR053S92bcHq+RVTRjL2vQTD46IZXif0ATAxCjRlbLfOdnynKS5y+DXoV15kPfxlI+UF",
+	"8a+T0g48TB4xlSZ5Utv5EjRTsoCQCGPLC4riZOUlBbufazRNGlYurolE/6HMphb9RgqxGZwiEXF2W1+r",
+	"/N596HpIv3Wnsbh6QYSbqdLOCIfBkReha+VK1H6joe+mHG2fUvXfN2rRy1xUSL5qEhNBcaHbTlWGQaZM",
+	"h65O4thj8GcoyR32BxXPH6WfNuRzQu0N2Afd0ep1EJg8mgEaOBwcHq20gNyF0Q6Z+qIzgi9FbgftHCTd",
+	"gYcJbjHJaeXqZ7HC0YPVo/EqXnkQaeKADntKAybOqYGmqTCWNMX7r8OxMDg6GG6fUN1QtEl5EnO4b5yJ",
+	"+YibOLjZnfQfylxw0Y9x3n9wOeCib6ouxBZn48ZxTfA8Jocb7gRf4IJyh9T5aZfOsHfQ6w3fvdt/6l3z",
+	"dsmuXjz2FR2bb9s118rIpfiSF3fHBtAW1lBQnGm91jD8nDXGYJasof9QVFCLTXbRLsYfaxUd9/dMxS2z",
+	"ll9M7DCleSH/ssG+hUcHp8pmu2l04L8Cp6rnB29MLY6S/kIALfjLaiZPCPyvryWL7lfJrsJtbiPXo/nU",
+	"6EC8DqNelx6N460hCJujU0/8FagxU3f+sYKToiKKl6eKAWWYalJlCzW2xuPnuaCqv/Ls2PyX9FpVrjo8",
+	"+m7w6DbxTrER3oLrM9ZXnWX9wF5Fk821/CqU5gjKYqyRzvN7tdYp8p4uWq+rdX7TwtInuqsu1//CZHxa",
+	"KbbJPVaobamTEjGx/so6JosiMU8rlpyyoMHkveoqXBjfwoldy/FOJAlcU3EJ/K2WTmFwdHi8fULj+Vvd",
+	"Wds8pflcq21Zdw5CXNJKy7C2RYXSx/eb13Abnb23kc9szE/IEJo8Xql7iiesVsFEJJY0Zz17mjJC605l",
+	"6JY0Jvs9OLGQKmPhcACxMFbIyI6lq9xNOcNApHJpQcmIPkCqtOOVe1iy/6FoWRcbprmxY0n3wljYQwnl",
+	"mxVOyYo5RyAxFXIKwu77HjfdZ4mKqSyrXAX2JSc9X35qu7EG2/0mx9i5a3Zw6OjArqgJm9iFoDL/TGMr",
+	"imNZwgi7o7gzDqZsQD3/3C+eH9YXRU8Nu996qO1qKfbgbAJSlZ0FYeoRYXEgwCQpW5NrvYpFyzyKNrZz",
+	"zkm7/EdG5J89vqBOq8edT2+vM14n52eQ1WKDKeSuUKgPfuXfl5K+LX1irhPO7K3NRv1+oiJMZsrY0fvB",
+	"+4EjdLHIQ9ttGGfkzRfp7W/qHRvfFncci6vF/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -122,10 +122,16 @@ func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
-func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
+func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.seasons[skierResort{skierID, resortID}]), nil // kept sorted by AddRides
+	out := make(map[domain.ResortID][]domain.SeasonVertical, len(resortIDs))
+	for _, id := range resortIDs {
+		if vs := s.seasons[skierResort{skierID, id}]; len(vs) > 0 {
+			out[id] = slices.Clone(vs) // kept sorted by AddRides
+		}
+	}
+	return out, nil
 }
 
 // SkierDays implements ports.RideStore.

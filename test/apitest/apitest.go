@@ -347,6 +347,13 @@ func testQueryErrors(t *testing.T, base string, skier int32) {
 	expectError(t, Call(t, "GET", strings.Replace(none, "/skiers/1/", "/skiers/0/", 1), ""), 400, "resortID must be a positive")
 	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1", base, skier), ""), 404, "no rides")
 	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical", base, skier), ""), 400, "resort is required")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1&resort=99999", base, skier), ""), 404, "resort 99999 does not exist")
+	var over strings.Builder
+	for i := range 21 {
+		fmt.Fprintf(&over, "&resort=%d", i+1)
+	}
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?%s", base, skier, over.String()[1:]), ""), 400, "at most 20 distinct resort values")
+	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1%s", base, skier, strings.Repeat("&season=2024", 500)), ""), 404, "no rides")
 	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=x", base, skier), ""), 400, "resort must be a resort id")
 	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/%d/vertical?resort=1&season=99", base, skier), ""), 400, "four-digit year")
 	expectError(t, Call(t, "GET", fmt.Sprintf("%s/skiers/0/vertical?resort=1", base), ""), 400, "skierID must be a positive")
