@@ -30,8 +30,16 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 		RequestErrorHandlerFunc:  errs.requestError,
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
+	rules, err := bodyRules()
+	if err != nil {
+		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
+	}
 	mux := http.NewServeMux()
-	HandlerWithOptions(strict, StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: errs.paramError})
+	HandlerWithOptions(strict, StdHTTPServerOptions{
+		BaseRouter:       mux,
+		ErrorHandlerFunc: errs.paramError,
+		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
+	})
 	return &instrumented{mux: mux, stats: h.Stats}
 }
 
@@ -146,8 +154,10 @@ func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err er
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("field %s must be %s, got a JSON %s", typ.Field, jsonKind(typ.Type.String()), typ.Value))
 	case errors.Is(err, io.EOF):
 		writeJSONError(w, http.StatusBadRequest, "request body is required (JSON)")
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+errors.Unwrap(err).Error())
+	case errors.As(err, &syntax):
+		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+syntax.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
 	default:
 		writeJSONError(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
 	}

@@ -219,6 +219,8 @@ func testSeasons(t *testing.T, base string) {
 	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"26"}`), 400, "four-digit year")
 	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":2026}`), 400, "must be a string")
 	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":`), 400, "not valid JSON")
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"Year":"2027"}`), 400, `field "Year" is not in the spec`)
+	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"2027"} {"year":"2028"}`), 400, "exactly one JSON object")
 	expectError(t, Call(t, "POST", base+"/resorts/1/seasons", `{"year":"2027","pad":"`+strings.Repeat("x", 5000)+`"}`), 413, "limit")
 }
 
@@ -247,6 +249,9 @@ func testWriteErrors(t *testing.T, base string, skier int32) {
 		{"lift wrong type", url, `{"time":1,"liftID":"five"}`, "liftID must be an integer", 400},
 		{"lift not whole", url, `{"time":1,"liftID":1.5}`, "liftID must be an integer", 400},
 		{"malformed JSON", url, `{"time":1,`, "not valid JSON", 400},
+		{"two rides in one body", url, `{"time":1,"liftID":2}{"time":5,"liftID":9}`, "exactly one JSON object", 400},
+		{"names in another case", url, `{"TIME":3,"LIFTID":4}`, `field "TIME" is not in the spec`, 400},
+		{"unknown field", url, `{"time":3,"liftID":4,"speed":9}`, `field "speed" is not in the spec`, 400},
 		{"not JSON at all", url, `time=1`, "not valid JSON", 400},
 		{"empty body", url, ``, "request body is required", 400},
 		{"body over 4 KiB", url, `{"time":1,"liftID":2,"x":"` + strings.Repeat("y", 5000) + `"}`, "limit", 413},
