@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/skidata/skidata/ports"
@@ -20,11 +21,21 @@ type StoreProbe Probe
 // QueueProbe is the queue's.
 type QueueProbe Probe
 
-// Health answers /readyz: every probe, and the queue depth.
+// Health answers /readyz: every probe, and the queue depth. A dependency is
+// reported "ok" or "unavailable", nothing more: the reason names hosts,
+// users and driver errors, so it goes to the log, not to whoever can reach
+// /readyz.
 type Health struct {
 	probes []Probe
 	queue  ports.QueueStats
+	log    *slog.Logger
 }
+
+// The states /readyz reports per dependency.
+const (
+	CheckOK          = "ok"
+	CheckUnavailable = "unavailable"
+)
 
 var _ ports.Health = (*Health)(nil)
 
@@ -32,8 +43,8 @@ var _ ports.Health = (*Health)(nil)
 const probeTimeout = 2 * time.Second
 
 // NewHealth returns the readiness checker.
-func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats) *Health {
-	h := &Health{queue: stats}
+func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats, log *slog.Logger) *Health {
+	h := &Health{queue: stats, log: log}
 	for _, p := range []Probe{Probe(store), Probe(queue)} {
 		if p.Check != nil {
 			h.probes = append(h.probes, p)
@@ -51,15 +62,17 @@ func (h *Health) Ready(ctx context.Context) ports.Readiness {
 		cancel()
 		if err != nil {
 			r.Ready = false
-			r.Checks[p.Name] = err.Error()
+			r.Checks[p.Name] = CheckUnavailable
+			h.log.Warn("readiness check failed", "dependency", p.Name, "err", err)
 		} else {
-			r.Checks[p.Name] = "ok"
+			r.Checks[p.Name] = CheckOK
 		}
 	}
 	depth, err := h.queue.Depth(ctx)
 	if err != nil {
 		r.Ready = false
-		r.Checks["queue-depth"] = err.Error()
+		r.Checks["queue-depth"] = CheckUnavailable
+		h.log.Warn("readiness check failed", "dependency", "queue-depth", "err", err)
 	}
 	r.QueueDepth = depth
 	return r

@@ -74,7 +74,7 @@ type EndpointStats interface {
 type Readiness struct {
 	Ready      bool
 	QueueDepth int64
-	Checks     map[string]string // dependency -> "ok" or the reason it is not
+	Checks     map[string]string // dependency -> "ok" or "unavailable"; the reason goes to the log
 }
 
 // Health tells whether the service can do its work now.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -130,16 +131,53 @@ func statusOf(err error) int {
 
 type errorWriter struct{ log *slog.Logger }
 
-// responseError answers an error returned by a handler.
+// responseError answers an error returned by a handler: the status from
+// statusOf, the body from publicMessage, and for a 5xx the cause (secrets
+// masked) in the log, which is the only place it goes.
 func (e errorWriter) responseError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	msg := err.Error()
-	if status == http.StatusInternalServerError {
-		// The cause goes to the log, not to the caller.
-		e.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error; the cause is in the server log"
+	switch {
+	case status == http.StatusInternalServerError:
+		e.log.Error("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
+	case status >= 500:
+		e.log.Warn("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
 	}
-	writeJSONError(w, status, msg)
+	writeJSONError(w, status, publicMessage(r, status, err))
+}
+
+// writeRidePattern is the route of writeNewLiftRide, whose dependency is
+// the queue; every other route's is the store.
+const writeRidePattern = "POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}"
+
+// publicMessage is what the caller is told: what went wrong in its terms
+// and what it can do, never the cause. A 5xx is fixed text (the cause of a
+// store or queue failure names hosts, URLs, tables and driver errors); a
+// 4xx is the message of the domain error the core made for the caller,
+// which names only what the caller sent.
+func publicMessage(r *http.Request, status int, err error) string {
+	switch status {
+	case http.StatusServiceUnavailable:
+		if r.Pattern == writeRidePattern {
+			return fmt.Sprintf("the ride queue cannot take the ride now; retry after %d s", RetryAfterSeconds)
+		}
+		return fmt.Sprintf("the ride store is unavailable; retry after %d s", RetryAfterSeconds)
+	case http.StatusInternalServerError:
+		return "internal error; the cause is in the server log"
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes)
+	}
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return de.Msg
+	}
+	switch status {
+	case http.StatusNotFound:
+		return "not found; see openapi.yaml for what each path answers"
+	case http.StatusTooManyRequests:
+		return fmt.Sprintf("too many requests; retry after %d s", RetryAfterSeconds)
+	default:
+		return "the request is not valid; see openapi.yaml for what each operation takes"
+	}
 }
 
 // requestError answers a body the generated code could not decode.

@@ -53,7 +53,7 @@ func TestIngestErrorsMapToStatus(t *testing.T) {
 		retryAfter bool
 		inBody     string
 	}{
-		{domain.Unavailable("the ride queue is full"), 503, true, "the ride queue is full"},
+		{domain.Unavailable("the ride queue is full"), 503, true, "the ride queue cannot take the ride now; retry after 1 s"},
 		{&domain.Error{Kind: domain.ErrOverloaded, Msg: "slow down"}, 429, true, "slow down"},
 		{domain.NotFound("resort 9 does not exist"), 404, false, "resort 9 does not exist"},
 		{domain.Invalid("bad"), 400, false, "bad"},
