@@ -19,7 +19,9 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 	h := NewHealth(
 		StoreProbe{Name: "postgres", Check: func(context.Context) error { return cause }},
 		QueueProbe{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
-		depthFunc(func(context.Context) (int64, error) { return 0, errors.New("amqp://u:hunter2@mq.internal:5672/ refused") }),
+		depthFunc(func(context.Context) (int64, error) {
+			return 0, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
+		}),
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	r := h.Ready(context.Background())
 	if r.Ready {
