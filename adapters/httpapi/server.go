@@ -72,7 +72,9 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // recorder remembers the status, and turns the router's own plain-text 404
-// and 405 answers into JSON ones.
+// and 405 answers into JSON ones. The router also redirects a path that is
+// not in canonical form ("/resorts/../resorts", "/.") to its cleaned form;
+// no route of the API is reached that way, so that is a JSON 404 too.
 type recorder struct {
 	http.ResponseWriter
 	req       *http.Request
@@ -82,7 +84,12 @@ type recorder struct {
 
 func (rw *recorder) WriteHeader(code int) {
 	rw.status = code
-	if rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+	if rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed || code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect) {
+		if code != http.StatusMethodNotAllowed {
+			code = http.StatusNotFound
+			rw.status = code
+			rw.Header().Del("Location")
+		}
 		rw.swallowed = true
 		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, rw.req.URL.Path)
 		if code == http.StatusMethodNotAllowed {
@@ -250,11 +257,13 @@ const ConsumerRoleMessage = "this process runs --role consumer: it serves /healt
 // anything else, so a misrouted POST is refused instead of accepted.
 func NewOpsHandler(health ports.Health, stats ports.EndpointStats, log *slog.Logger) http.Handler {
 	api := NewHandler(&Handlers{Health: health, Stats: stats}, log)
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", api)
-	mux.Handle("GET /readyz", api)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+	// Routed by hand, not by a ServeMux, which would redirect a
+	// non-canonical path with a plain-text 3xx.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			api.ServeHTTP(w, r)
+			return
+		}
 		writeJSONError(w, http.StatusNotFound, ConsumerRoleMessage)
 	})
-	return mux
 }

@@ -109,11 +109,18 @@ func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *
 	return withMetricsEndpoint(httpapi.NewOpsHandler(h, st, log), pm)
 }
 
+// withMetricsEndpoint routes GET /metrics by hand rather than with a
+// ServeMux: a mux in front would redirect non-canonical paths ("/./x") with
+// a plain-text 3xx before the API's router could answer them in JSON.
 func withMetricsEndpoint(api http.Handler, pm *prom.Metrics) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", pm.Handler())
-	mux.Handle("/", api)
-	return mux
+	metrics := pm.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // The three roles' services: all (API and persister in one process), api
