@@ -74,7 +74,8 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // recorder remembers the status, and turns the router's own plain-text 404
 // and 405 answers into JSON ones. The router also redirects a path that is
 // not in canonical form ("/resorts/../resorts", "/.") to its cleaned form;
-// no route of the API is reached that way, so that is a JSON 404 too.
+// no route of the API is reached that way, so that is a JSON 404 too
+// ("/resorts/1//seasons" is not "/resorts/1/seasons").
 type recorder struct {
 	http.ResponseWriter
 	req       *http.Request
@@ -84,7 +85,10 @@ type recorder struct {
 
 func (rw *recorder) WriteHeader(code int) {
 	rw.status = code
-	if rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed || code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect) {
+	redirect := code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect
+	// A redirect can only be the router's (no handler redirects), and it
+	// may set Pattern to the route the cleaned path would match.
+	if redirect || rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
 		if code != http.StatusMethodNotAllowed {
 			code = http.StatusNotFound
 			rw.status = code
