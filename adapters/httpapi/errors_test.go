@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
@@ -83,5 +84,24 @@ func TestUnavailableIsAFixedMessagePerDependency(t *testing.T) {
 	want = fmt.Sprintf(`{"message":"the ride queue cannot take the ride now; retry after %d s"}`, RetryAfterSeconds)
 	if resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(body) != want {
 		t.Errorf("POST = %d %s; want 503 %s", resp.StatusCode, body, want)
+	}
+}
+
+// slowQueries waits on the store until the request's deadline.
+type slowQueries struct{ ports.RideQueries }
+
+func (slowQueries) SkierDayVertical(ctx context.Context, _ domain.ResortID, _ string, _ int, _ domain.SkierID) (int64, error) {
+	<-ctx.Done()
+	return 0, fmt.Errorf("day vertical of skier 5: %w", ctx.Err())
+}
+
+func TestRequestPastItsDeadlineIs503(t *testing.T) {
+	h := NewHandler(&Handlers{Queries: slowQueries{}, Stats: &statsRec{}}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/skiers/1/seasons/2024/days/1/skiers/5", nil).WithContext(ctx))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "retry after") || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a request past its deadline = %d %s; want 503 with Retry-After", rec.Code, rec.Body.String())
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,7 +134,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, domain.ErrOverloaded):
 		return http.StatusTooManyRequests
-	case errors.Is(err, domain.ErrUnavailable):
+	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		// A request past its deadline waited on the store or the queue.
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
