@@ -23,6 +23,9 @@ type Metrics struct {
 	writeLatency prometheus.Histogram
 	cache        *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
+	ridesRefused *prometheus.CounterVec // skidata_rides_rejected_total
+	ridesDropped *prometheus.CounterVec
+	ridesFailed  *prometheus.CounterVec
 	breaker      prometheus.Gauge
 	capacity     *prometheus.CounterVec
 }
@@ -61,6 +64,15 @@ func New() *Metrics {
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_ingest_rejections_total", Help: "POSTs turned away on purpose, by reason (rate, queue_full, breaker_open).",
 		}, []string{"reason"}),
+		ridesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, queue_full, unavailable, not_found, canceled, error.",
+		}, []string{"reason"}),
+		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
+		}, []string{"reason"}),
+		ridesFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_failed_total", Help: "Rides a step failed, by stage (publish: the queue refused or failed the ride).",
+		}, []string{"stage"}),
 		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
@@ -69,7 +81,7 @@ func New() *Metrics {
 		}, []string{"op", "kind"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.breaker, m.capacity,
+		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.ridesFailed, m.breaker, m.capacity,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -89,8 +101,13 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 // SetQueueDepth implements ports.Metrics.
 func (m *Metrics) SetQueueDepth(depth int64) { m.queueDepth.Set(float64(depth)) }
 
-// PublishFailed implements ports.Metrics.
-func (m *Metrics) PublishFailed() { m.publishFails.Inc() }
+// PublishFailed implements ports.Metrics. The ride also counts in
+// skidata_rides_failed_total{stage="publish"}, the name the rides_* family
+// (and the alert rules) use.
+func (m *Metrics) PublishFailed() {
+	m.publishFails.Inc()
+	m.ridesFailed.WithLabelValues("publish").Inc()
+}
 
 // ObserveBatch implements ports.Metrics.
 func (m *Metrics) ObserveBatch(rides int, d time.Duration) {
@@ -109,6 +126,14 @@ func (m *Metrics) CacheLookup(query string, hit bool) {
 
 // Rejected implements ports.Metrics.
 func (m *Metrics) Rejected(reason string) { m.rejections.WithLabelValues(reason).Inc() }
+
+// RideRejected implements ports.Metrics.
+func (m *Metrics) RideRejected(reason string) { m.ridesRefused.WithLabelValues(reason).Inc() }
+
+// RidesDropped implements ports.Metrics.
+func (m *Metrics) RidesDropped(reason string, n int) {
+	m.ridesDropped.WithLabelValues(reason).Add(float64(n))
+}
 
 // BreakerState implements ports.Metrics.
 func (m *Metrics) BreakerState(state string) {

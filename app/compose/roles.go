@@ -126,16 +126,16 @@ func withMetricsEndpoint(api http.Handler, pm *prom.Metrics) http.Handler {
 // The three roles' services: all (API and persister in one process), api
 // (publishes only) and consumer (persists only, and serves health,
 // readiness and metrics).
-func newAllService(cfg Config, log *slog.Logger, h apiHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats}
+func newAllService(cfg Config, log *slog.Logger, h apiHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats, metrics: m}
 }
 
-func newAPIService(cfg Config, log *slog.Logger, h apiHandler, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, stats: stats}
+func newAPIService(cfg Config, log *slog.Logger, h apiHandler, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, stats: stats, metrics: m}
 }
 
-func newConsumerService(cfg Config, log *slog.Logger, h opsHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats}
+func newConsumerService(cfg Config, log *slog.Logger, h opsHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats, metrics: m}
 }
 
 // configuredRegion is the local environment's region: the flag's, or the

@@ -23,6 +23,7 @@ type Service struct {
 	persister *app.Persister   // nil in the api role
 	sub       ports.Subscriber // nil in the api role
 	stats     ports.QueueStats
+	metrics   ports.Metrics
 	pprofAddr atomic.Pointer[string]
 }
 
@@ -133,6 +134,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			hardStop()
 			<-persisterDone
 			depth, _ := s.stats.Depth(context.Background())
+			if depth > 0 {
+				s.metrics.RidesDropped("shutdown", int(depth))
+			}
 			s.log.Error("shutdown deadline passed before the queue drained", "rides_left", depth)
 		}
 	}

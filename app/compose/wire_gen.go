@@ -60,7 +60,7 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats)
+	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -111,7 +111,7 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
-	service := newAPIService(cfg, logger, composeApiHandler, queueStats)
+	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -151,7 +151,7 @@ func ec2Consumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats)
+	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
 		cleanup3()
 		cleanup2()
@@ -206,7 +206,7 @@ func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats)
+	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -257,7 +257,7 @@ func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
-	service := newAPIService(cfg, logger, composeApiHandler, queueStats)
+	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -297,7 +297,7 @@ func localConsumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats)
+	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
 		cleanup3()
 		cleanup2()

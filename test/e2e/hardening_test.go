@@ -90,3 +90,14 @@ func TestLargeLegalTotalsDoNotWrap(t *testing.T) {
 		}
 	}
 }
+
+func TestUnknownResortRideIsCountedAsRejected(t *testing.T) {
+	base := apitest.Start(t, compose.DefaultConfig())
+	if r := apitest.Call(t, "POST", rideURL(base, 999, 1, 5), rideBody); r.Status != http.StatusNotFound {
+		t.Fatalf("ride at an unknown resort: %d %s; want 404", r.Status, r.Body)
+	}
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	if !strings.Contains(metrics, `skidata_rides_rejected_total{reason="not_found"} 1`) {
+		t.Errorf("/metrics does not count the ride refused for its unknown resort")
+	}
+}
