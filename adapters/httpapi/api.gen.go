@@ -70,12 +70,15 @@ type LiftRide struct {
 
 // Readiness defines model for Readiness.
 type Readiness struct {
+	// Checks each dependency's state; why one is unavailable is in the server log
 	Checks map[string]string `json:"checks"`
 
 	// QueueDepth rides accepted but not yet stored
 	QueueDepth int64 `json:"queueDepth"`
 
-	// Status Example: ok
+	// Status ok or unavailable
+	//
+	// Example: ok
 	Status string `json:"status"`
 }
 
@@ -101,7 +104,8 @@ type ResortsList struct {
 	Resorts []ResortEntry `json:"resorts"`
 }
 
-// ResponseMsg defines model for ResponseMsg.
+// ResponseMsg Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type ResponseMsg struct {
 	Message string `json:"message"`
 }
@@ -162,19 +166,24 @@ type SeasonIDStringPath = string
 // SkierIDPath defines model for SkierIDPath.
 type SkierIDPath = int32
 
-// BadRequest defines model for BadRequest.
+// BadRequest Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type BadRequest = ResponseMsg
 
-// NotFound defines model for NotFound.
+// NotFound Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type NotFound = ResponseMsg
 
-// Overloaded defines model for Overloaded.
+// Overloaded Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Overloaded = ResponseMsg
 
-// TooLarge defines model for TooLarge.
+// TooLarge Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type TooLarge = ResponseMsg
 
-// Unavailable defines model for Unavailable.
+// Unavailable Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Unavailable = ResponseMsg
 
 // AddSeasonJSONBody defines parameters for AddSeason.
@@ -1778,50 +1787,53 @@ func (sh *strictHandler) GetPerformanceStats(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3FrbUiNH0n6VjP7/iIGIHkkgPB40VzjwrtkdjwkYry8sLpLulFSmu6qnqhrQEnqOfaB9sY2s6qPUOgCG",
-	"mfDNDJLqkPXll8eqhyBSaaYkSWuC0UOQocaULGn36RTnZ6eXVgs5PUc7469iMpEWmRVKBqPg7BRknl6T",
-	"BjUBcyMgxjkICXZG7qMhNEqGMA4OxgFYBeNg+O7dOAjCQPD8jFcNA4kpBaMg5u2CMND0JRea4mBkdU5h",
-	"YKIZpci723nGA40TKVgswuCCjNL27HStfGripNFuHH8S0pImY7tl0MV6G8WYKJ2iDUaBkHZ4GISlXLz0",
-	"lLQT7NIdfSt8hXhNsBAmKtdvYzEVFuaEultSU2zwSMAubwTp7XgZHrZmY7/CMxFa8HSTKWnIce0HjC/o",
-	"S86KGTErpSXp/sQsS0SELGH/D8NiPjQ2+n9Nk2AU/F+/5nHf/2r6F8X6P5up33DpsPIWExGDkFluTbAI",
-	"g0/K/k3lMn4tCU7RIkhlWeEyZgl+uSWdKIzp1WT4rBSkKOegPfrmA2iyeg44saQdFxomTpGSsWETv+BB",
-	"b094UBAGM8K4cBrNH1pCrlJgEfL2H1FP6bWOW3AMrlU8h4R35jOihCP4p/iBVfCrxFsUCV4nrybU5xnB",
-	"l5xygggl88HiDXm3JWICqe5eUymL0pDdzJPzs0uLRXTQKiNthbdYknGmhLTVz8JSarZB8WNjFsNdCIBa",
-	"4zzwXqF0Kr8vbXFVjVbXf1DkpreWWxHx14uPTtJ7TDNWZ9D3/t3UHql0jWGQ4v2qR0zxHhK0JCMX2FKe",
-	"WS13cPw+3O7qwiAllB1LE8oNax/stDSfFv2CzXP+/cfPq0dcApfBaS5QyOmB6ML6J8LER402ysaizU1b",
-	"AHWzdf9iWtdOH8XEXoiYVkGzIiVAGUMiJvbsFFATXCs7g3Ll0P0qFSg7Iw0TQUkMwgAmibqjuAefZzSW",
-	"zvzTnB0BAd1jZJM5KEnwj8tfPoEXJARhTbEAhz4DJqMkobicMJZoYEaaYC9CQ5Ci5cxpvwcn3nBVbg3/",
-	"z/Z6zS7ecHRPhTFCTkHpsczljVR30u8SgtJgNYqEf445ONT27mWCKVkDCEeDQW/MumprwoPSgdqMHGAh",
-	"HHAWdjAYDD5U/uWNgVteIsKEgSqA/e9/4GAAKVlNLV4edvEyxXuR5mkw4pXDIBWy+NhFWVZht4ipkLml",
-	"MgXhXLLygcaitqzdAeylIpZiOrP77ixHw2PYOxyOvjveb8v5/UZBj4bHDUEHnTncCi8vCGMhyXR4w2hG",
-	"0Y37C+NY8KEwOW+NWHE4K8u7GHBKWVdqxigYwCiizFIM17l1mcOcLBir2KTax3131OkvnmerLRHD8sxX",
-	"nUixn/1RWj1fxapKsnfJFMNi+Cf0tNksaGNsWO+zXkKXDneoU+Zp/VMF1ffvj4+Pd/LL60nuhXpjnE+B",
-	"Pf4qUrk2xO4lKr+fsCuYicL/tJgd/MwOREm4EPGUtqrOSRI2DrQeDPNRGLtOXbuH+Kbut0X4cu01QlVZ",
-	"04pQKRmD0x0YUQ7s3EHE9MvkFDs4WrvSnRm68/CSHDsMLT1zZ67WqehC8LBZylardIHgK9V/NTZaCu9l",
-	"odlyGoeDg+OuLMoqiwkv1hp+MHw//L7DQW1xwC0XVNe79R7rz7OGy36VNpfXOeZuxpYrdG7NFnaKc+ZV",
-	"h1PxDY6uHXU5YTcDq2i7ImzYUtfKPmXtviNPm7p8lu6qlkFDi2W7p96lxGEttF61pzhfB+6jFOtEMLxw",
-	"3GVefyKUO8JRyBKWZ1mLw3pjfayvXjL+p7trHinkRK0GvcsbcYoWT87P4LA3CMGQvuUMZg7mRnCW24Pf",
-	"hKa3LB1acZ0Q3Ak7gygRLCpMSXKJQvFYTrRKoY6Ybwxc3uGUa/jD3sDFT9gzHD4ztDMTQlXcnHHqXTU3",
-	"x9Ln81wp8DFM6PP+Rq6/H0KW5AbsnYKM9FunMi7SteDhM1cKjWVZoBpfdqBfh7RW2rcYlAS6JT333/mc",
-	"3QrrXOjljQDXAjo5P/NO2njEDnuDoraTmIlgFAx7g96Qs30+FiPc9wL8m/+ekrPPxlm5ACT7UzFkqdF2",
-	"OBj8aX2NoiLsaGlgIm7J0cfkaYqcBbrsJ9MqImN8RcZDwsDi1DC3/JGCK57U14TxfOPxLvyIFzxdne13",
-	"HNAJyFr6bjB8nR053S92bcHq+RVTRjL2vQTD46IZXif0ATAxCjRlbLfOdnynKS5y+DXoV15kPfxlI+UF",
-	"8a+T0g48TB4xlSZ5Utv5EjRTsoCQCGPLC4riZOUlBbufazRNGlYurolE/6HMphb9RgqxGZwiEXF2W1+r",
-	"/N596HpIv3Wnsbh6QYSbqdLOCIfBkReha+VK1H6joe+mHG2fUvXfN2rRy1xUSL5qEhNBcaHbTlWGQaZM",
-	"h65O4thj8GcoyR32BxXPH6WfNuRzQu0N2Afd0ep1EJg8mgEaOBwcHq20gNyF0Q6Z+qIzgi9FbgftHCTd",
-	"gYcJbjHJaeXqZ7HC0YPVo/EqXnkQaeKADntKAybOqYGmqTCWNMX7r8OxMDg6GG6fUN1QtEl5EnO4b5yJ",
-	"+YibOLjZnfQfylxw0Y9x3n9wOeCib6ouxBZn48ZxTfA8Jocb7gRf4IJyh9T5aZfOsHfQ6w3fvdt/6l3z",
-	"dsmuXjz2FR2bb9s118rIpfiSF3fHBtAW1lBQnGm91jD8nDXGYJasof9QVFCLTXbRLsYfaxUd9/dMxS2z",
-	"ll9M7DCleSH/ssG+hUcHp8pmu2l04L8Cp6rnB29MLY6S/kIALfjLaiZPCPyvryWL7lfJrsJtbiPXo/nU",
-	"6EC8DqNelx6N460hCJujU0/8FagxU3f+sYKToiKKl6eKAWWYalJlCzW2xuPnuaCqv/Ls2PyX9FpVrjo8",
-	"+m7w6DbxTrER3oLrM9ZXnWX9wF5Fk821/CqU5gjKYqyRzvN7tdYp8p4uWq+rdX7TwtInuqsu1//CZHxa",
-	"KbbJPVaobamTEjGx/so6JosiMU8rlpyyoMHkveoqXBjfwoldy/FOJAlcU3EJ/K2WTmFwdHi8fULj+Vvd",
-	"Wds8pflcq21Zdw5CXNJKy7C2RYXSx/eb13Abnb23kc9szE/IEJo8Xql7iiesVsFEJJY0Zz17mjJC605l",
-	"6JY0Jvs9OLGQKmPhcACxMFbIyI6lq9xNOcNApHJpQcmIPkCqtOOVe1iy/6FoWRcbprmxY0n3wljYQwnl",
-	"mxVOyYo5RyAxFXIKwu77HjfdZ4mKqSyrXAX2JSc9X35qu7EG2/0mx9i5a3Zw6OjArqgJm9iFoDL/TGMr",
-	"imNZwgi7o7gzDqZsQD3/3C+eH9YXRU8Nu996qO1qKfbgbAJSlZ0FYeoRYXEgwCQpW5NrvYpFyzyKNrZz",
-	"zkm7/EdG5J89vqBOq8edT2+vM14n52eQ1WKDKeSuUKgPfuXfl5K+LX1irhPO7K3NRv1+oiJMZsrY0fvB",
-	"+4EjdLHIQ9ttGGfkzRfp7W/qHRvfFncci6vF/wIAAP//",
+	"3Fvbchs30n6Vrvn/KktVY5ESGceirpSSd6Ndx1FJzuYi1AU0aJKIZoAxgBHFVfE59oH2xbYawJzE4UFy",
+	"pLhyk4gk0Oj++tyAH6JEZbmSKK2JRg9RzjTL0KJ2n87Y4vzsymohpxfMzugrjibRIrdCyWgUnZ+BLLIb",
+	"1KAmYG4FcLYAIcHO0H00yIySMYyjw3EEVsE4Grx7N46iOBK0PyeqcSRZhtEo4nRcFEcavxRCI49GVhcY",
+	"RyaZYcbodLvIaaFxLEXLZRxdolHanp+t5U9NHDfaraNPQlrUaGw3DzrQ28jGROmM2WgUCWkHR1Fc8kWk",
+	"p6gdY1dO9K3wBfaaYDGYqEK/5WIqLCyQ6W5OTTjgiYBd3QrU2/EytGzNwZ7CVyK0pO0mV9Kgs7UfGL/E",
+	"LwUpZkRWKS1K9yfL81QkjDjs/W6IzYfGQf+vcRKNov/r1Xbc87+a3mWg/5OZ+gMfCSvvWCo4CJkX1kTL",
+	"OPqk7N9UIflrcXDGLAOpLClccuLg5zvUqWIcX42Hz0pBxuQCtEffnIBGqxfAJha1s4WGi2OiJDfk4pe0",
+	"6O0pLYriaIaMh6DR/KHF5KoJLGM6/iPTU3wtcYONwY3iC0jpZJKRSRjCP8UPpIJfJLtjImU36asxdQoc",
+	"c5QcZbKAhEkyCa4c9nOlb0GqOezRpy8FFggTpYFBroxFDlpwjGnpWBqrNIKyM9RzYXA/BqVD8PNCq8Km",
+	"4g6593DUd6jfGODIeCokBsWP5e6aP4DPM4QMjWFTBGEodol7OgDv7VhKlgk5dZRqAU/c54QVxu0os4Xj",
+	"BlI1PRjL5xvUsgxCbufpxfmVZSGzaZWjtsJHG5Q8V0La6mdhMTPb1PihsYtMJTDAtGaLyEe0MiD+9uiI",
+	"62q1uvkdE7e9RW6FxV8uPzpO71mWkylGPZ+bTB1Ny7AeRxm7X43mGbuHlFlnVUJCRjsrcofH7+PtYTqO",
+	"MmSygzQyuYH24U6kSVrmCTbl/PuHz6siPgKXwGkSCHx6ILqw/hFZ6jNeG2VjmS1MmwF1u/X8sK3rpI9i",
+	"Yi8Fx1XQrMgQmOSQiok9PwOmEW6UnUFJOXa/SuV9GCYCU+68Kk3VHLnztrF0oSsrKIgh4D1LbLoAJRH+",
+	"cfXzJ/CMxCCsCQQobRswOaYp8nLDWDIDM9QIewkzCBmzVPXtH8CpCykUKwz9n5zzhtKTocokE8aQSys9",
+	"loW8lWou/Sk+1mgmUvqZU2Krw4jnCaZoKUIM+33v421NeFA6UJuhAyyGQ6ogD/v9vg8hxOYbA3dEImEp",
+	"ARWA/e9/4LAPGVqNLbs86rLLjN2LrMiiEVGOo0zI8LHLZEmF3SxmQhYWy/KJ6uCSRzCWaUva7cNeJrgU",
+	"05ndd7IMB8ewdzQYfXe83+bz+42MDgfHDUb7nfXnil1eIuNCoumIhskMk1v3F+NckFAsvWitaMurbknb",
+	"RSNRdoSk9hZkyayRBN4YQsXiCcxn3niFaRLszAxRh1QuI55h3lXNEvgGWJJgTpnyprCu2FqgBZcqedRG",
+	"+d2wM0zVIWI7Cs8JIi0h4lIZ150qpATwQVq9WFVi1bnsUn7HYfkn5u15M6ONtXF9znoOXY/RYWeyyOqf",
+	"Kqi+f398fLxTwljvfZ6pN8YFO18rJarQBinuJeX3E1cPiRAYWy4X/USRTUm4FHyKW1XnOIkbAq0Hw3wU",
+	"xq5T1+61R1P320qPkvYapqpSdAXKD3eoF4BaKyoMKdG0KzzDFgbmM2Z9DZcKlJYKVuDqBIQFiXeoXd2H",
+	"BmbKWBPDL5cfTQyWHMSQw3AtyJ/dIYZUpQy6VLji7/tdaSKwst1oy4WdIAiOP0/OWIcb1WloZyfaeXlp",
+	"vzssLbNaZ53baYuB8bg5wqiodIHgJxT/ahz0qDQqBwyt4uiof3jcFe6tsiwlYq3lh4P3g+87ouyW5NWK",
+	"kvWcoz5jvTxr3M1TabvbqgybnKqk0Hk0BYEztiC76oh7frDVdaIuN+wWAyqzXWE2bqlr5ZxyZrOjnTZ1",
+	"+VW6q0ZFDS2WY776lBKHtdB61Z6xxTpwn6RYx4IhwrzLvf5AKHeEI/ASl7KsxWG9sz41nTxy/udnFFop",
+	"5EStJpOrW3HGLDu9OIejg37sAzuHmwWYW0EdwgH8KjS+Je6YFVT1zYWdhbRiYIqS2jvkYznRKoM6qb8x",
+	"cDVn0ylqouxSPOwZyvA5szMTQ9UYnlPbUg21y8xEXRaJYWLfMzX6pP0Y8rQwYOcKctRvncrgS4Fa0PKZ",
+	"ayPHsmzujW/ZmKfjcpofLSkJWCdTn8issC6EXt0KcKO/04tzH6SNR+zooB/6YslyEY2iwUH/YEApkMQi",
+	"hHuegX/T31N0/tmQlZpntD+GJY8GrEf9/h82zwrddMcoi6XiDp35mCLLGBWqrkDLtUrQGN/N0pI4smxq",
+	"yLa8SNE1beppZHyxUbxLv+IFpas7pQ4BHYOkpe/6g9c5kXqWcGoLVm9fjcmhMLQumVGpdQIsNQo05uS3",
+	"UA8PeWgz1qBfRZH18JdDqBfEv66bO/AwRUKmNCnS2s8fQTNFCwxSYWx5MRUkK4tMCj83zDTNsApxTSR6",
+	"D2U1tew1SojN4IRCxPltfZ32W7fQ9ZJe6y5ref2CCDdLpZ0RjqOhZ6GLcsVqr3GR47YMt2+p7l02atHz",
+	"HJo439iJiUAedNupyjjKlenQ1SnnHoM/QklO2B8UXzxJP23IF8i0d2CfdEer14BgimQGzMBR/2i40he5",
+	"i8IdKvVlZwZ/lLkdtAuQOAcPE9yxtMCVK7/lio0eropGVLzyINFICR32lAaWuqAGGqfCWNTI91/HxuJo",
+	"eDjYvqG6mWob5SmndN+Qyd/GbLDBzeGk91DWgsseZ4veg6sBlz1TDUq2BBu3jnqCr7PkeMNd8AtcTO9Q",
+	"Oj/vsQHsHR4cDN6923/uG4PtnF2/eO4LQ6VvOzTXyiik+FKENwMGmA3eEEyczHqtY/g9a5zBPPKG3kPo",
+	"oJab/KLdjD/VKzrebZApbtn1+KXMDluaDzFeNtm38OiwqfKiwjRuL/4Em6qenbwxNTtK+ssUZsE/UiDj",
+	"iYH+63vJMP0qrSuEzW3G9WR7akwgXseiXtc8GuKtMRByR6ce/ieYxkzN/SMVx0VlKJ6fenAc0lTTVLaY",
+	"xtZ8/HUhqJqvfHVu/ktGrapWHQy/6z95TLxTboS34OaM9TVx2T9QVNFoCy3/FJOmDEpsrOHO2/dqrxPq",
+	"ni6zXtfr/KqFxU84rx4m/IWN8Xmt2KbwWKG2pU9KxcT6636OlonUPK9ZcsqChiXvVc8IhPEjHO5GjnOR",
+	"pnCD4Sb7W22d4mh4dLx9Q+PZYz1Z27yl+Uyv7VlzByF7pJWWY23LCmWM7zWv4TYGe+8jn8mZn1EhNO14",
+	"pe8JT5etgolILWqqevY05sisk8rgHWqW7h/AqYVMGQtHfeDCWCETO5auczflDgOJKqQFJRM8gUzp8Gxv",
+	"2O/vn4SRdTgwK4wdS7wXxsIek1C+9wmvNWjPEMITP2HDZS3e56niWLZVrgP7UqBePH5ivbEH2/0mx9iF",
+	"G3ZQ6ujALvSETexiULl/4rIVxbEsYYTdUdwZB1MOoL5e7hevD+uLouem3W891XaNFA/gfAJSlZMFYeoV",
+	"cRAIWJqWo8m1UcUyS3aUbBznXKB29Y9M0D8ZfUGdVg9jnz9eJ7xOL84hr9l2T7paKNSCX/u3ue5th4+J",
+	"hU6psrc2H/V6qUpYOlPGjt733/edQQciD+2wYZyTN/8lQvub+sTGt+GOY3m9/F8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
