@@ -19,23 +19,8 @@ import (
 // service as SIGTERM would: every ride answered 201 must be written before
 // Serve returns.
 func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
-	cfg := compose.DefaultConfig()
-	cfg.Persister.BatchSize = 1_000_000
-	cfg.Persister.Linger = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, cleanup, err := compose.Build(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	cfg := heldInBatch(compose.DefaultConfig())
+	svc, base, cancel, done := serveUntilCancel(t, cfg)
 
 	var accepted atomic.Int64
 	var wg sync.WaitGroup
@@ -80,26 +65,11 @@ func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
 // straggler), and the queue drains within another: every ride answered 201
 // is stored when Serve returns.
 func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
-	cfg := compose.DefaultConfig()
-	cfg.Persister.BatchSize = 1_000_000
-	cfg.Persister.Linger = time.Hour
+	cfg := heldInBatch(compose.DefaultConfig())
 	cfg.ShutdownTimeout = 2 * time.Second
 	cfg.HTTP.ShutdownTimeout = 300 * time.Millisecond
 	cfg.HTTP.ReadTimeout = time.Minute // the stall must outlive the HTTP budget
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, cleanup, err := compose.Build(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	svc, base, cancel, done := serveUntilCancel(t, cfg)
 
 	var accepted int64
 	for i := range 200 {
@@ -115,7 +85,7 @@ func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
 	// The straggler: headers and half a body, then nothing. Whether or not
 	// its handler has started when the shutdown begins, HTTP shutdown
 	// waits for it (an active or a fresh connection is not idle).
-	stalled, err := net.Dial("tcp", ln.Addr().String())
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,4 +108,32 @@ func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
 	if got := svc.Stored(); got != accepted || accepted != 200 {
 		t.Errorf("after shutdown %d rides stored, %d answered 201 (of 200); want every accepted ride stored", got, accepted)
 	}
+}
+
+// heldInBatch makes the persister hold every ride in one unfinished batch
+// (long linger, huge batch) until the shutdown's drain.
+func heldInBatch(cfg compose.Config) compose.Config {
+	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.Linger = time.Hour
+	return cfg
+}
+
+// serveUntilCancel builds the service and serves it on a loopback port;
+// cancel stops it as SIGTERM would, and done reports what Serve returned.
+func serveUntilCancel(t *testing.T, cfg compose.Config) (svc *compose.Service, base string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	svc, cleanup, err := compose.Build(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln) }()
+	return svc, "http://" + ln.Addr().String(), cancel, served
 }
