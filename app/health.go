@@ -21,14 +21,20 @@ type StoreProbe Probe
 // QueueProbe is the queue's.
 type QueueProbe Probe
 
+// CacheProbe is the query cache's. The service works without its cache
+// (queries fall back to the store), so a failing cache makes it degraded,
+// not unready.
+type CacheProbe Probe
+
 // Health answers /readyz: every probe, and the queue depth. A dependency is
 // reported "ok" or "unavailable", nothing more: the reason names hosts,
 // users and driver errors, so it goes to the log, not to whoever can reach
 // /readyz.
 type Health struct {
-	probes []Probe
-	queue  ports.QueueStats
-	log    *slog.Logger
+	probes   []Probe // needed: one failing makes the service unready
+	optional []Probe // one failing makes it degraded
+	queue    ports.QueueStats
+	log      *slog.Logger
 }
 
 // The states /readyz reports per dependency.
@@ -43,12 +49,15 @@ var _ ports.Health = (*Health)(nil)
 const probeTimeout = 2 * time.Second
 
 // NewHealth returns the readiness checker.
-func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats, log *slog.Logger) *Health {
+func NewHealth(store StoreProbe, queue QueueProbe, cache CacheProbe, stats ports.QueueStats, log *slog.Logger) *Health {
 	h := &Health{queue: stats, log: log}
 	for _, p := range []Probe{Probe(store), Probe(queue)} {
 		if p.Check != nil {
 			h.probes = append(h.probes, p)
 		}
+	}
+	if cache.Check != nil {
+		h.optional = append(h.optional, Probe(cache))
 	}
 	return h
 }
@@ -57,15 +66,13 @@ func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats, log *
 func (h *Health) Ready(ctx context.Context) ports.Readiness {
 	r := ports.Readiness{Ready: true, Checks: map[string]string{}}
 	for _, p := range h.probes {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := p.Check(pctx)
-		cancel()
-		if err != nil {
+		if !h.check(ctx, p, r.Checks) {
 			r.Ready = false
-			r.Checks[p.Name] = CheckUnavailable
-			h.log.Warn("readiness check failed", "dependency", p.Name, "err", err)
-		} else {
-			r.Checks[p.Name] = CheckOK
+		}
+	}
+	for _, p := range h.optional {
+		if !h.check(ctx, p, r.Checks) {
+			r.Degraded = true
 		}
 	}
 	depth, err := h.queue.Depth(ctx)
@@ -76,4 +83,18 @@ func (h *Health) Ready(ctx context.Context) ports.Readiness {
 	}
 	r.QueueDepth = depth
 	return r
+}
+
+// check runs one probe, records its state and logs why it failed.
+func (h *Health) check(ctx context.Context, p Probe, checks map[string]string) bool {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	err := p.Check(pctx)
+	cancel()
+	if err != nil {
+		checks[p.Name] = CheckUnavailable
+		h.log.Warn("readiness check failed", "dependency", p.Name, "err", err)
+		return false
+	}
+	checks[p.Name] = CheckOK
+	return true
 }

@@ -19,6 +19,7 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 	h := NewHealth(
 		StoreProbe{Name: "postgres", Check: func(context.Context) error { return cause }},
 		QueueProbe{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
+		CacheProbe{},
 		depthFunc(func(context.Context) (int64, error) {
 			return 0, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
 		}),
@@ -42,5 +43,25 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "db.internal") || !strings.Contains(logs.String(), "mq.internal") {
 		t.Errorf("the causes are not in the log:\n%s", logs.String())
+	}
+}
+
+func TestReadinessWithTheCacheDownIsDegradedNotUnavailable(t *testing.T) {
+	var logs bytes.Buffer
+	h := NewHealth(
+		StoreProbe{Name: "postgres", Check: func(context.Context) error { return nil }},
+		QueueProbe{},
+		CacheProbe{Name: "redis", Check: func(context.Context) error { return errors.New("redis at cache.internal:6379 does not answer") }},
+		depthFunc(func(context.Context) (int64, error) { return 3, nil }),
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	r := h.Ready(context.Background())
+	if !r.Ready || !r.Degraded {
+		t.Errorf("ready %v, degraded %v; want ready (queries fall back to the store) but degraded", r.Ready, r.Degraded)
+	}
+	if r.Checks["redis"] != CheckUnavailable || r.Checks["postgres"] != CheckOK || r.QueueDepth != 3 {
+		t.Errorf("readiness = %+v; want redis unavailable, postgres ok, depth 3", r)
+	}
+	if !strings.Contains(logs.String(), "cache.internal") {
+		t.Errorf("the cause is not in the log:\n%s", logs.String())
 	}
 }

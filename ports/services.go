@@ -70,9 +70,12 @@ type EndpointStats interface {
 	Snapshot() []EndpointStat
 }
 
-// Readiness is what /readyz reports.
+// Readiness is what /readyz reports. Ready is false when a dependency the
+// service cannot work without (store, queue) is unavailable; Degraded is
+// true when one it can work without (the query cache) is.
 type Readiness struct {
 	Ready      bool
+	Degraded   bool
 	QueueDepth int64
 	Checks     map[string]string // dependency -> "ok" or "unavailable"; the reason goes to the log
 }

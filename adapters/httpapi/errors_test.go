@@ -105,3 +105,26 @@ func TestRequestPastItsDeadlineIs503(t *testing.T) {
 		t.Errorf("a request past its deadline = %d %s; want 503 with Retry-After", rec.Code, rec.Body.String())
 	}
 }
+
+type fixedHealth struct{ r ports.Readiness }
+
+func (h fixedHealth) Ready(context.Context) ports.Readiness { return h.r }
+
+func TestReadyzStatusIsOkDegradedOrUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		r      ports.Readiness
+		status int
+		want   string
+	}{
+		{ports.Readiness{Ready: true, Checks: map[string]string{"postgres": "ok"}}, 200, `"status":"ok"`},
+		{ports.Readiness{Ready: true, Degraded: true, Checks: map[string]string{"postgres": "ok", "redis": "unavailable"}}, 200, `"status":"degraded"`},
+		{ports.Readiness{Checks: map[string]string{"postgres": "unavailable"}}, 503, `"status":"unavailable"`},
+	} {
+		h := NewHandler(&Handlers{Health: fixedHealth{c.r}, Stats: &statsRec{}}, slog.New(slog.DiscardHandler))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("readyz for %+v = %d %s; want %d with %s", c.r, rec.Code, rec.Body.String(), c.status, c.want)
+		}
+	}
+}

@@ -201,5 +201,8 @@ func (h *Handlers) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (Get
 		body.Status = "unavailable"
 		return GetReadyz503JSONResponse(body), nil
 	}
+	if r.Degraded {
+		body.Status = "degraded" // still serving: ready, so still in the load balancer
+	}
 	return GetReadyz200JSONResponse(body), nil
 }

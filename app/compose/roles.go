@@ -26,7 +26,7 @@ var commonSet = wire.NewSet(
 	newEnv,
 	provideStores, ridesOf, resortsOf, storeProbeOf,
 	provideQueue, queueOf, queueProbeOf, queueStatsOf,
-	provideCache,
+	provideCache, cacheOf, cacheProbeOf,
 	app.NewHealth,
 	app.NewEndpointStats,
 )
@@ -71,10 +71,14 @@ func queueProbeOf(q OpenQueue) app.QueueProbe { return app.QueueProbe(q.Probe) }
 func subscriberOf(q Queue) ports.Subscriber { return q }
 func queueStatsOf(q Queue) ports.QueueStats { return q }
 
-// provideCache returns the query cache --cache names; nil for none.
-func provideCache(ctx context.Context, env Env) (ports.Cache, func(), error) {
+// provideCache opens the query cache --cache names (a nil cache for none),
+// and its readiness check.
+func provideCache(ctx context.Context, env Env) (OpenCache, func(), error) {
 	return cacheDriver(env.Config.Cache).Open(ctx, env)
 }
+
+func cacheOf(c OpenCache) ports.Cache         { return c.Cache }
+func cacheProbeOf(c OpenCache) app.CacheProbe { return app.CacheProbe(c.Probe) }
 
 func admissionConfig(cfg Config) app.AdmissionConfig { return cfg.Admission }
 func cacheTTL(cfg Config) app.CacheTTL               { return app.CacheTTL(cfg.CacheTTL) }

@@ -43,19 +43,21 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	appAdmissionConfig := admissionConfig(cfg)
 	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := ridesOf(stores)
-	cache, cleanup4, err := provideCache(ctx, env)
+	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cache := cacheOf(openCache)
 	appCacheTTL := cacheTTL(cfg)
 	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	storeProbe := storeProbeOf(stores)
 	queueProbe := queueProbeOf(openQueue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
+	cacheProbe := cacheProbeOf(openCache)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
@@ -97,19 +99,21 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	appAdmissionConfig := admissionConfig(cfg)
 	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := ridesOf(stores)
-	cache, cleanup4, err := provideCache(ctx, env)
+	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cache := cacheOf(openCache)
 	appCacheTTL := cacheTTL(cfg)
 	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	storeProbe := storeProbeOf(stores)
 	queueProbe := queueProbeOf(openQueue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
+	cacheProbe := cacheProbeOf(openCache)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
@@ -136,20 +140,22 @@ func ec2Consumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	queueProbe := queueProbeOf(openQueue)
-	queue := queueOf(openQueue)
-	queueStats := queueStatsOf(queue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
-	endpointStats := app.NewEndpointStats(metrics)
-	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
-	subscriber := subscriberOf(queue)
-	rideStore := ridesOf(stores)
-	appPersisterConfig := persisterConfig(cfg)
-	cache, cleanup3, err := provideCache(ctx, env)
+	openCache, cleanup3, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cacheProbe := cacheProbeOf(openCache)
+	queue := queueOf(openQueue)
+	queueStats := queueStatsOf(queue)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
+	endpointStats := app.NewEndpointStats(metrics)
+	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
+	subscriber := subscriberOf(queue)
+	rideStore := ridesOf(stores)
+	appPersisterConfig := persisterConfig(cfg)
+	cache := cacheOf(openCache)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
@@ -189,19 +195,21 @@ func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
 	appAdmissionConfig := admissionConfig(cfg)
 	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := ridesOf(stores)
-	cache, cleanup4, err := provideCache(ctx, env)
+	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cache := cacheOf(openCache)
 	appCacheTTL := cacheTTL(cfg)
 	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	storeProbe := storeProbeOf(stores)
 	queueProbe := queueProbeOf(openQueue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
+	cacheProbe := cacheProbeOf(openCache)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
@@ -243,19 +251,21 @@ func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
 	appAdmissionConfig := admissionConfig(cfg)
 	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
 	rideStore := ridesOf(stores)
-	cache, cleanup4, err := provideCache(ctx, env)
+	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cache := cacheOf(openCache)
 	appCacheTTL := cacheTTL(cfg)
 	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	storeProbe := storeProbeOf(stores)
 	queueProbe := queueProbeOf(openQueue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
+	cacheProbe := cacheProbeOf(openCache)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
 	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
 	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
@@ -282,20 +292,22 @@ func localConsumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	queueProbe := queueProbeOf(openQueue)
-	queue := queueOf(openQueue)
-	queueStats := queueStatsOf(queue)
-	health := app.NewHealth(storeProbe, queueProbe, queueStats, logger)
-	endpointStats := app.NewEndpointStats(metrics)
-	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
-	subscriber := subscriberOf(queue)
-	rideStore := ridesOf(stores)
-	appPersisterConfig := persisterConfig(cfg)
-	cache, cleanup3, err := provideCache(ctx, env)
+	openCache, cleanup3, err := provideCache(ctx, env)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
+	cacheProbe := cacheProbeOf(openCache)
+	queue := queueOf(openQueue)
+	queueStats := queueStatsOf(queue)
+	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
+	endpointStats := app.NewEndpointStats(metrics)
+	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
+	subscriber := subscriberOf(queue)
+	rideStore := ridesOf(stores)
+	appPersisterConfig := persisterConfig(cfg)
+	cache := cacheOf(openCache)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
 	return service, func() {
