@@ -24,7 +24,7 @@ import (
 
 func TestRideOutsideTheBoundsIsRefusedAndTotalsStayIntact(t *testing.T) {
 	base := apitest.Start(t, compose.DefaultConfig())
-	url := rideURL(base, 1, 3, 4242)
+	url := rideAt(base, 1, 3, 4242)
 	for _, body := range []string{`{"time":217,"liftID":2147483647}`, `{"time":2147483647,"liftID":2}`, `{"time":1440,"liftID":2}`, `{"time":217,"liftID":1001}`} {
 		r := apitest.Call(t, "POST", url, body)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "must be between") {
@@ -93,11 +93,16 @@ func TestLargeLegalTotalsDoNotWrap(t *testing.T) {
 
 func TestUnknownResortRideIsCountedAsRejected(t *testing.T) {
 	base := apitest.Start(t, compose.DefaultConfig())
-	if r := apitest.Call(t, "POST", rideURL(base, 999, 1, 5), rideBody); r.Status != http.StatusNotFound {
+	if r := apitest.Call(t, "POST", rideAt(base, 999, 1, 5), `{"time":10,"liftID":3}`); r.Status != http.StatusNotFound {
 		t.Fatalf("ride at an unknown resort: %d %s; want 404", r.Status, r.Body)
 	}
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
 	if !strings.Contains(metrics, `skidata_rides_rejected_total{reason="not_found"} 1`) {
 		t.Errorf("/metrics does not count the ride refused for its unknown resort")
 	}
+}
+
+// rideAt is the writeNewLiftRide URL of a skier's ride in season 2024.
+func rideAt(base string, resort, day, skier int) string {
+	return fmt.Sprintf("%s/skiers/%d/seasons/2024/days/%d/skiers/%d", base, resort, day, skier)
 }
