@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,4 +106,45 @@ func TestUnknownResortRideIsCountedAsRejected(t *testing.T) {
 // rideAt is the writeNewLiftRide URL of a skier's ride in season 2024.
 func rideAt(base string, resort, day, skier int) string {
 	return fmt.Sprintf("%s/skiers/%d/seasons/2024/days/%d/skiers/%d", base, resort, day, skier)
+}
+
+// TestEdgeRefusesWithClearMessages: the bounds, the strict bodies and the
+// limits of getSkierResortTotals, each a 4xx whose JSON message says what
+// to fix.
+func TestEdgeRefusesWithClearMessages(t *testing.T) {
+	base := apitest.Start(t, compose.DefaultConfig())
+	ride := rideAt(base, 1, 1, 31337)
+	var over strings.Builder
+	for i := range 21 {
+		fmt.Fprintf(&over, "&resort=%d", i+1)
+	}
+	cases := []struct {
+		name, method, url, body string
+		status                  int
+		want                    string
+	}{
+		{"time past the day", "POST", ride, `{"time":1440,"liftID":5}`, 400, "time must be between 0 and 1439"},
+		{"lift past the bound", "POST", ride, `{"time":217,"liftID":2147483647}`, 400, "liftID must be between 1 and 1000"},
+		{"two rides in one body", "POST", ride, `{"time":1,"liftID":2}{"time":5,"liftID":9}`, 400, "exactly one JSON object"},
+		{"names in another case", "POST", ride, `{"TIME":3,"LIFTID":4}`, 400, `field "TIME" is not in the spec`},
+		{"unknown field", "POST", ride, `{"time":3,"liftID":4,"speed":9}`, 400, `field "speed" is not in the spec`},
+		{"season field in another case", "POST", base + "/resorts/1/seasons", `{"Year":"2027"}`, 400, `field "Year" is not in the spec`},
+		{"two seasons in one body", "POST", base + "/resorts/1/seasons", `{"year":"2027"} {"year":"2028"}`, 400, "exactly one JSON object"},
+		{"unknown resort in totals", "GET", base + "/skiers/31337/vertical?resort=1&resort=99999", "", 404, "resort 99999 does not exist"},
+		{"21 distinct resorts", "GET", base + "/skiers/31337/vertical?" + over.String()[1:], "", 400, "at most 20 distinct resort values"},
+		{"one season repeated 500 times", "GET", base + "/skiers/31337/vertical?resort=1" + strings.Repeat("&season=2024", 500), "", 404, "no rides"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := apitest.Call(t, c.method, c.url, c.body)
+			var m struct{ Message string }
+			if r.Status != c.status || json.Unmarshal(r.Body, &m) != nil || !strings.Contains(m.Message, c.want) || r.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s = %d %s; want %d with a JSON message saying %q", c.name, r.Status, r.Body, c.status, c.want)
+			}
+		})
+	}
+	// None of the refused rides reached the store.
+	if r := apitest.Call(t, "GET", base+"/skiers/seasons/2024/skiers/31337", ""); r.Status != http.StatusNotFound {
+		t.Errorf("after only refused rides: %d %s; want 404", r.Status, r.Body)
+	}
 }
