@@ -25,7 +25,6 @@ type Metrics struct {
 	rejections   *prometheus.CounterVec
 	ridesRefused *prometheus.CounterVec // skidata_rides_rejected_total
 	ridesDropped *prometheus.CounterVec
-	ridesFailed  *prometheus.CounterVec
 	breaker      prometheus.Gauge
 	capacity     *prometheus.CounterVec
 }
@@ -70,9 +69,6 @@ func New() *Metrics {
 		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
 		}, []string{"reason"}),
-		ridesFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_failed_total", Help: "Rides a step failed, by stage (publish: the queue refused or failed the ride).",
-		}, []string{"stage"}),
 		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
@@ -81,7 +77,7 @@ func New() *Metrics {
 		}, []string{"op", "kind"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.ridesFailed, m.breaker, m.capacity,
+		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -101,13 +97,8 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 // SetQueueDepth implements ports.Metrics.
 func (m *Metrics) SetQueueDepth(depth int64) { m.queueDepth.Set(float64(depth)) }
 
-// PublishFailed implements ports.Metrics. The ride also counts in
-// skidata_rides_failed_total{stage="publish"}, the name the rides_* family
-// (and the alert rules) use.
-func (m *Metrics) PublishFailed() {
-	m.publishFails.Inc()
-	m.ridesFailed.WithLabelValues("publish").Inc()
-}
+// PublishFailed implements ports.Metrics.
+func (m *Metrics) PublishFailed() { m.publishFails.Inc() }
 
 // ObserveBatch implements ports.Metrics.
 func (m *Metrics) ObserveBatch(rides int, d time.Duration) {

@@ -38,7 +38,6 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_publish_breaker_state 2`,
 		`skidata_rides_rejected_total{reason="not_found"} 1`,
 		`skidata_rides_dropped_total{reason="shutdown"} 5`,
-		`skidata_rides_failed_total{stage="publish"} 1`,
 		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
 		`go_goroutines`,
 	} {
