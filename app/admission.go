@@ -95,19 +95,42 @@ func newAdmission(next ports.RideIngester, queue ports.QueueStats, cfg Admission
 	return a
 }
 
-// AddRide implements ports.RideIngester.
+// AddRide implements ports.RideIngester. Every valid ride the API takes
+// passes here, so this is where a refused one is counted, by reason.
 func (a *Admission) AddRide(ctx context.Context, ride domain.LiftRide) error {
 	if a.cfg.HardLimit > 0 {
 		if d := a.depth.Load(); d >= a.cfg.HardLimit {
 			a.metrics.Rejected(rejectQueueFull)
+			a.metrics.RideRejected(rejectQueueFull)
 			return domain.Unavailable("the queue holds %d rides, at its ceiling of %d; retry after the Retry-After header", d, a.cfg.HardLimit)
 		}
 	}
 	if a.limiter != nil && !a.limiter.Allow() {
 		a.metrics.Rejected(rejectRate)
+		a.metrics.RideRejected(rejectRate)
 		return domain.Overloaded("this server takes at most %.0f rides per second now; retry after the Retry-After header", float64(a.limiter.Limit()))
 	}
-	return a.next.AddRide(ctx, ride)
+	err := a.next.AddRide(ctx, ride)
+	if err != nil {
+		a.metrics.RideRejected(rejectionReason(err))
+	}
+	return err
+}
+
+// rejectionReason names why ingest refused a ride, for RideRejected.
+func rejectionReason(err error) string {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return "unavailable"
+	case errors.Is(err, domain.ErrOverloaded):
+		return rejectRate
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	default:
+		return "error"
+	}
 }
 
 // Rate is the limiter's current refill rate in rides per second (+Inf when

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/skidata/skidata/ports"
@@ -20,11 +21,27 @@ type StoreProbe Probe
 // QueueProbe is the queue's.
 type QueueProbe Probe
 
-// Health answers /readyz: every probe, and the queue depth.
+// CacheProbe is the query cache's. The service works without its cache
+// (queries fall back to the store), so a failing cache makes it degraded,
+// not unready.
+type CacheProbe Probe
+
+// Health answers /readyz: every probe, and the queue depth. A dependency is
+// reported "ok" or "unavailable", nothing more: the reason names hosts,
+// users and driver errors, so it goes to the log, not to whoever can reach
+// /readyz.
 type Health struct {
-	probes []Probe
-	queue  ports.QueueStats
+	probes   []Probe // needed: one failing makes the service unready
+	optional []Probe // one failing makes it degraded
+	queue    ports.QueueStats
+	log      *slog.Logger
 }
+
+// The states /readyz reports per dependency.
+const (
+	CheckOK          = "ok"
+	CheckUnavailable = "unavailable"
+)
 
 var _ ports.Health = (*Health)(nil)
 
@@ -32,12 +49,15 @@ var _ ports.Health = (*Health)(nil)
 const probeTimeout = 2 * time.Second
 
 // NewHealth returns the readiness checker.
-func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats) *Health {
-	h := &Health{queue: stats}
+func NewHealth(store StoreProbe, queue QueueProbe, cache CacheProbe, stats ports.QueueStats, log *slog.Logger) *Health {
+	h := &Health{queue: stats, log: log}
 	for _, p := range []Probe{Probe(store), Probe(queue)} {
 		if p.Check != nil {
 			h.probes = append(h.probes, p)
 		}
+	}
+	if cache.Check != nil {
+		h.optional = append(h.optional, Probe(cache))
 	}
 	return h
 }
@@ -46,21 +66,35 @@ func NewHealth(store StoreProbe, queue QueueProbe, stats ports.QueueStats) *Heal
 func (h *Health) Ready(ctx context.Context) ports.Readiness {
 	r := ports.Readiness{Ready: true, Checks: map[string]string{}}
 	for _, p := range h.probes {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := p.Check(pctx)
-		cancel()
-		if err != nil {
+		if !h.check(ctx, p, r.Checks) {
 			r.Ready = false
-			r.Checks[p.Name] = err.Error()
-		} else {
-			r.Checks[p.Name] = "ok"
+		}
+	}
+	for _, p := range h.optional {
+		if !h.check(ctx, p, r.Checks) {
+			r.Degraded = true
 		}
 	}
 	depth, err := h.queue.Depth(ctx)
 	if err != nil {
 		r.Ready = false
-		r.Checks["queue-depth"] = err.Error()
+		r.Checks["queue-depth"] = CheckUnavailable
+		h.log.Warn("readiness check failed", "dependency", "queue-depth", "err", err)
 	}
 	r.QueueDepth = depth
 	return r
+}
+
+// check runs one probe, records its state and logs why it failed.
+func (h *Health) check(ctx context.Context, p Probe, checks map[string]string) bool {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	err := p.Check(pctx)
+	cancel()
+	if err != nil {
+		checks[p.Name] = CheckUnavailable
+		h.log.Warn("readiness check failed", "dependency", p.Name, "err", err)
+		return false
+	}
+	checks[p.Name] = CheckOK
+	return true
 }

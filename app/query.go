@@ -47,14 +47,14 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, s
 }
 
 // SkierDayVertical implements ports.RideQueries.
-func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	if err := domain.ValidateResortID(resortID); err != nil {
 		return 0, err
 	}
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return 0, err
 	}
-	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int, error) {
+	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int64, error) {
 		return q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
 	})
 	if err != nil {
@@ -66,43 +66,102 @@ func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, 
 	return v, nil
 }
 
-// SkierResortTotals implements ports.RideQueries.
+// The caps on getSkierResortTotals: the most distinct resort and season
+// values one request may name. Each resort costs a catalog lookup and a
+// cache entry, so the cap bounds what one request can make the service do;
+// twenty is more resorts than a skier visits in a season. openapi.yaml and
+// the README state the same numbers.
+const (
+	MaxTotalsResorts = 20
+	MaxTotalsSeasons = 20
+)
+
+// SkierResortTotals implements ports.RideQueries. Every resort must exist
+// (an unknown one is ErrNotFound naming it), repeated values count once,
+// and the store is asked once for all the resorts the cache does not hold.
 func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error) {
 	if err := domain.ValidateSkierID(skierID); err != nil {
 		return nil, err
 	}
-	for _, id := range resortIDs {
+	resorts := slices.Compact(slices.Sorted(slices.Values(resortIDs)))
+	seasons := slices.Compact(slices.Sorted(slices.Values(seasonIDs)))
+	if len(resorts) > MaxTotalsResorts {
+		return nil, domain.Invalid("name at most %d distinct resort values, got %d", MaxTotalsResorts, len(resorts))
+	}
+	if len(seasons) > MaxTotalsSeasons {
+		return nil, domain.Invalid("name at most %d distinct season values, got %d", MaxTotalsSeasons, len(seasons))
+	}
+	for _, id := range resorts {
 		if err := domain.ValidateResortID(id); err != nil {
 			return nil, err
 		}
 	}
-	for _, s := range seasonIDs {
+	for _, s := range seasons {
 		if err := domain.ValidateSeasonID(s); err != nil {
 			return nil, err
 		}
 	}
-	sums := map[string]int{}
-	for _, id := range slices.Compact(slices.Sorted(slices.Values(resortIDs))) {
-		per, err := readThrough(ctx, q.cache, querySkierSeason, skierSeasonKey(skierID, id), func() ([]domain.SeasonVertical, error) {
-			return q.store.SkierSeasonVerticals(ctx, skierID, id)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("season totals of skier %d at resort %d: %w", skierID, id, err)
+	for _, id := range resorts {
+		if _, err := q.catalog.Resort(ctx, id); err != nil {
+			return nil, err
 		}
-		for _, sv := range per {
-			if len(seasonIDs) == 0 || slices.Contains(seasonIDs, sv.SeasonID) {
+	}
+	per, err := q.seasonVerticals(ctx, skierID, resorts)
+	if err != nil {
+		return nil, fmt.Errorf("season totals of skier %d at %d resorts: %w", skierID, len(resorts), err)
+	}
+	sums := map[string]int64{}
+	for _, svs := range per {
+		for _, sv := range svs {
+			if _, found := slices.BinarySearch(seasons, sv.SeasonID); len(seasons) == 0 || found {
 				sums[sv.SeasonID] += sv.TotalVert
 			}
 		}
 	}
 	if len(sums) == 0 {
-		return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resortIDs)
+		return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resorts)
 	}
 	out := make([]domain.SeasonVertical, 0, len(sums))
 	for s, v := range sums {
 		out = append(out, domain.SeasonVertical{SeasonID: s, TotalVert: v})
 	}
 	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	return out, nil
+}
+
+// seasonVerticals is the skier's per-season totals at each resort: from
+// the cache where it holds them (one entry per resort, so that a ride
+// invalidates exactly one), and from one store call for all the rest.
+func (q *Query) seasonVerticals(ctx context.Context, skierID domain.SkierID, resorts []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	out := make(map[domain.ResortID][]domain.SeasonVertical, len(resorts))
+	missing := resorts
+	if q.cache.cache != nil {
+		missing = nil
+		for _, id := range resorts {
+			if v, ok := cacheGet[[]domain.SeasonVertical](ctx, q.cache, querySkierSeason, skierSeasonKey(skierID, id)); ok {
+				out[id] = v
+			} else {
+				missing = append(missing, id)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	loaded, err := q.store.SkierSeasonVerticals(ctx, skierID, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range missing {
+		v := loaded[id]
+		if v == nil {
+			v = []domain.SeasonVertical{} // cached as "no rides", not as a miss
+		}
+		out[id] = v
+		if q.cache.cache != nil {
+			cacheSet(ctx, q.cache, skierSeasonKey(skierID, id), v)
+		}
+	}
 	return out, nil
 }
 
@@ -133,9 +192,9 @@ func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, seasonID s
 	if len(rides) == 0 {
 		return ports.SkierDay{}, domain.NotFound("skier %d has no rides on day %d of season %s", skierID, dayID, seasonID)
 	}
-	total := 0
+	var total int64
 	for _, r := range rides {
-		total += r.Vertical()
+		total += int64(r.Vertical())
 	}
 	return ports.SkierDay{SkierID: skierID, SeasonID: seasonID, DayID: dayID, TotalVert: total, Rides: rides}, nil
 }
@@ -170,28 +229,42 @@ func readThrough[T any](ctx context.Context, c queryCache, query, key string, lo
 	if c.cache == nil {
 		return load()
 	}
+	if v, ok := cacheGet[T](ctx, c, query, key); ok {
+		return v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	cacheSet(ctx, c, key, v)
+	return v, nil
+}
+
+// cacheGet reads one answer from the cache and counts the hit or miss; a
+// failed or unreadable read is logged and counts as a miss.
+func cacheGet[T any](ctx context.Context, c queryCache, query, key string) (T, bool) {
+	var v T
 	b, ok, err := c.cache.Get(ctx, key)
 	if err != nil {
 		c.log.Warn("cache read failed; answering from the store", "key", key, "err", err)
 	}
 	if ok {
-		var v T
 		if uerr := json.Unmarshal(b, &v); uerr == nil {
 			c.metrics.CacheLookup(query, true)
-			return v, nil
+			return v, true
 		} else {
 			c.log.Warn("cache entry unreadable; answering from the store", "key", key, "err", uerr)
 		}
 	}
 	c.metrics.CacheLookup(query, false)
-	v, err := load()
-	if err != nil {
-		return v, err
-	}
+	return v, false
+}
+
+// cacheSet stores one answer; a failure is logged, never returned.
+func cacheSet[T any](ctx context.Context, c queryCache, key string, v T) {
 	if b, merr := json.Marshal(v); merr == nil {
 		if serr := c.cache.Set(ctx, key, b, c.ttl); serr != nil {
 			c.log.Warn("cache write failed", "key", key, "err", serr)
 		}
 	}
-	return v, nil
 }

@@ -63,7 +63,8 @@ type countingStore struct {
 	ports.RideStore
 	mu    sync.Mutex
 	calls map[string]int
-	vert  int
+	vert  int64
+	asked [][]domain.ResortID // the resorts of each SkierSeasonVerticals call
 }
 
 func (s *countingStore) count(q string) {
@@ -77,14 +78,23 @@ func (s *countingStore) count(q string) {
 
 func (s *countingStore) n(q string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[q] }
 
-func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int, error) {
+func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int64, error) {
 	s.count(querySkierDay)
 	return s.vert, nil
 }
 
-func (s *countingStore) SkierSeasonVerticals(context.Context, domain.SkierID, domain.ResortID) ([]domain.SeasonVertical, error) {
+// SkierSeasonVerticals answers s.vert in 2024 at every resort asked for,
+// and records how many resorts each call asked for.
+func (s *countingStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	s.count(querySkierSeason)
-	return []domain.SeasonVertical{{SeasonID: "2024", TotalVert: s.vert}}, nil
+	s.mu.Lock()
+	s.asked = append(s.asked, slices.Clone(resortIDs))
+	s.mu.Unlock()
+	out := map[domain.ResortID][]domain.SeasonVertical{}
+	for _, id := range resortIDs {
+		out[id] = []domain.SeasonVertical{{SeasonID: "2024", TotalVert: s.vert}}
+	}
+	return out, nil
 }
 
 func (s *countingStore) UniqueSkiers(context.Context, domain.ResortID, string, int) (int, error) {

@@ -477,11 +477,11 @@ func (s roleRides) AddRides(ctx context.Context, rides []domain.LiftRide) error 
 func (s roleRides) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	return s.RideStore.UniqueSkiers(asRoles(ctx, roleAPI), resortID, seasonID, dayID)
 }
-func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	return s.RideStore.SkierDayVertical(asRoles(ctx, roleAPI), resortID, seasonID, dayID, skierID)
 }
-func (s roleRides) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
-	return s.RideStore.SkierSeasonVerticals(asRoles(ctx, roleAPI), skierID, resortID)
+func (s roleRides) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	return s.RideStore.SkierSeasonVerticals(asRoles(ctx, roleAPI), skierID, resortIDs)
 }
 func (s roleRides) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	return s.RideStore.SkierDays(asRoles(ctx, roleAPI), skierID, seasonID)

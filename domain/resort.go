@@ -47,8 +47,10 @@ func (r Resort) WithSeason(season string) Resort {
 	return r
 }
 
-// SeasonVertical is a skier's total vertical in one season.
+// SeasonVertical is a skier's total vertical in one season. Totals are
+// int64 everywhere: a ride climbs at most 10,000 m, so no realistic sum
+// comes near wrapping.
 type SeasonVertical struct {
 	SeasonID  string
-	TotalVert int
+	TotalVert int64
 }

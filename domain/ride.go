@@ -14,6 +14,19 @@ const (
 // VerticalPerLift is the vertical metres a ride on lift N climbs: N × 10.
 const VerticalPerLift = 10
 
+// The bounds of a ride's time and lift. time is the minute of the day the
+// ride started (0 is midnight, 1439 is 23:59); liftID numbers a resort's
+// lifts from 1, and no resort has more than a thousand. The bounds keep one
+// ride's vertical at most 10,000 m, so no total the store sums (int64) can
+// wrap, and a single bad ride cannot poison a skier's totals. openapi.yaml
+// and the README state the same numbers.
+const (
+	MinTime   = 0
+	MaxTime   = 24*60 - 1
+	MinLiftID = 1
+	MaxLiftID = 1000
+)
+
 // ResortID and SkierID are distinct types so that a resort id cannot be
 // passed where a skier id is wanted (the store's methods take both, in
 // orders that differ by query): a swap does not compile.
@@ -69,16 +82,16 @@ func NewLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID,
 	if err := ValidateSkierID(skierID); err != nil {
 		return LiftRide{}, err
 	}
-	if time < 0 {
-		return LiftRide{}, Invalid("time must be zero or positive, got %d", time)
+	if time < MinTime || time > MaxTime {
+		return LiftRide{}, Invalid("time must be between %d and %d (the minute of the day), got %d", MinTime, MaxTime, time)
 	}
-	if liftID <= 0 {
-		return LiftRide{}, Invalid("liftID must be a positive integer, got %d", liftID)
+	if liftID < MinLiftID || liftID > MaxLiftID {
+		return LiftRide{}, Invalid("liftID must be between %d and %d, got %d", MinLiftID, MaxLiftID, liftID)
 	}
 	return LiftRide{resortID: resortID, seasonID: seasonID, dayID: dayID, skierID: skierID, time: time, liftID: liftID}, nil
 }
 
-// Vertical is the vertical this ride climbs.
+// Vertical is the vertical this ride climbs (at most MaxLiftID × 10).
 func (r LiftRide) Vertical() int { return int(r.liftID) * VerticalPerLift }
 
 // Key is the ride's identity as a string, stable across processes and

@@ -37,9 +37,13 @@ func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 		{"day zero", 1, "2024", 0, 1, 1, 1, "dayID must be between 1 and 366"},
 		{"day 367", 1, "2024", 367, 1, 1, 1, "dayID must be between 1 and 366"},
 		{"skier zero", 1, "2024", 1, 0, 1, 1, "skierID must be a positive integer"},
-		{"time negative", 1, "2024", 1, 1, -1, 1, "time must be zero or positive"},
-		{"lift zero", 1, "2024", 1, 1, 1, 0, "liftID must be a positive integer"},
-		{"lift negative", 1, "2024", 1, 1, 1, -2, "liftID must be a positive integer"},
+		{"time negative", 1, "2024", 1, 1, -1, 1, "time must be between 0 and 1439"},
+		{"lift zero", 1, "2024", 1, 1, 1, 0, "liftID must be between 1 and 1000"},
+		{"lift negative", 1, "2024", 1, 1, 1, -2, "liftID must be between 1 and 1000"},
+		{"time past the day", 1, "2024", 1, 1, 1440, 1, "time must be between 0 and 1439"},
+		{"time max int32", 1, "2024", 1, 1, 2147483647, 1, "time must be between 0 and 1439"},
+		{"lift 1001", 1, "2024", 1, 1, 1, 1001, "liftID must be between 1 and 1000"},
+		{"lift max int32", 1, "2024", 1, 1, 217, 2147483647, "liftID must be between 1 and 1000"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,6 +55,14 @@ func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 				t.Errorf("message %q does not say %q", err.Error(), c.wantInMessage)
 			}
 		})
+	}
+}
+
+func TestNewLiftRideAcceptsTheBounds(t *testing.T) {
+	for _, c := range []struct{ time, lift int32 }{{domain.MinTime, domain.MinLiftID}, {domain.MaxTime, domain.MaxLiftID}} {
+		if _, err := domain.NewLiftRide(1, "2024", 1, 1, c.time, c.lift); err != nil {
+			t.Errorf("time %d, lift %d rejected: %v", c.time, c.lift, err)
+		}
 	}
 }
 

@@ -23,6 +23,16 @@ type Metrics interface {
 	// Rejected counts a POST turned away on purpose; reason is one of
 	// "rate", "queue_full", "breaker_open".
 	Rejected(reason string)
+	// RideRejected counts a valid ride the API answered with anything but
+	// 201, so it never reached the queue; reason is one of "rate" (429),
+	// "queue_full", "unavailable" (the queue failed it or the breaker is
+	// open: 503), "not_found" (unknown resort or season: 404), "canceled"
+	// (the client went away) or "error".
+	RideRejected(reason string)
+	// RidesDropped counts rides that were accepted (answered 201) but will
+	// not be stored by this process: reason "shutdown" is the rides still
+	// queued in this process when its drain budget ran out.
+	RidesDropped(reason string, n int)
 	// BreakerState reports the publish circuit breaker's new state:
 	// "closed", "half-open" or "open".
 	BreakerState(state string)
@@ -43,5 +53,7 @@ func (NopMetrics) PublishFailed()                                    {}
 func (NopMetrics) ObserveBatch(int, time.Duration)                   {}
 func (NopMetrics) CacheLookup(string, bool)                          {}
 func (NopMetrics) Rejected(string)                                   {}
+func (NopMetrics) RideRejected(string)                               {}
+func (NopMetrics) RidesDropped(string, int)                          {}
 func (NopMetrics) BreakerState(string)                               {}
 func (NopMetrics) AddCapacity(string, float64, float64)              {}

@@ -32,7 +32,7 @@ type SkierDay struct {
 	SkierID   domain.SkierID
 	SeasonID  string
 	DayID     int
-	TotalVert int
+	TotalVert int64
 	Rides     []domain.LiftRide
 }
 
@@ -40,7 +40,7 @@ type SkierDay struct {
 // domain.ErrNotFound with a message saying what was looked for.
 type RideQueries interface {
 	ResortDaySkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (ResortDaySkiers, error)
-	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error)
 	// SkierResortTotals sums the skier's vertical over the given resorts per
 	// season, keeping only the given seasons when any are given.
 	SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error)
@@ -70,11 +70,14 @@ type EndpointStats interface {
 	Snapshot() []EndpointStat
 }
 
-// Readiness is what /readyz reports.
+// Readiness is what /readyz reports. Ready is false when a dependency the
+// service cannot work without (store, queue) is unavailable; Degraded is
+// true when one it can work without (the query cache) is.
 type Readiness struct {
 	Ready      bool
+	Degraded   bool
 	QueueDepth int64
-	Checks     map[string]string // dependency -> "ok" or the reason it is not
+	Checks     map[string]string // dependency -> "ok" or "unavailable"; the reason goes to the log
 }
 
 // Health tells whether the service can do its work now.

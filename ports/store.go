@@ -24,10 +24,13 @@ type RideStore interface {
 	UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error)
 	// SkierDayVertical sums the vertical of the skier's rides at the resort
 	// on that day; 0 when there are none.
-	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error)
-	// SkierSeasonVerticals lists the skier's total vertical at the resort
-	// for every season with rides, seasons ascending.
-	SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error)
+	// SkierSeasonVerticals lists, for each of the given resorts at which
+	// the skier has rides, the skier's total vertical there for every season
+	// with rides, seasons ascending. It answers all the resorts in one call
+	// (one query, one round trip), so that a request naming several resorts
+	// costs one store read; resorts without rides are absent or empty.
+	SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error)
 	// SkierDays lists the days of the season on which the skier rode, at any
 	// resort, ascending.
 	SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error)

@@ -137,7 +137,7 @@ func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.Resor
 }
 
 // SkierDayVertical reads the pre-aggregated total of one item.
-func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
 }
 
@@ -163,10 +163,11 @@ func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID domai
 	return s.query(ctx, op, in, each)
 }
 
-// SkierSeasonVerticals sums the skier's day totals at the resort per season.
-func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
-	totals := seasonTotals{}
-	if err := s.skierDays(ctx, "SkierSeasonVerticals", skierID, "", resortID, []string{attrSeasonID, attrTotalVertical}, totals.adder(attrTotalVertical)); err != nil {
+// SkierSeasonVerticals sums the skier's day totals per resort and season,
+// over one Query of the skier's items, for the resorts asked for.
+func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	totals := newResortSeasonTotals(resortIDs)
+	if err := s.skierDays(ctx, "SkierSeasonVerticals", skierID, "", 0, []string{attrResortID, attrSeasonID, attrTotalVertical}, totals.adder(attrTotalVertical)); err != nil {
 		return nil, err
 	}
 	return totals.sorted(), nil

@@ -168,21 +168,22 @@ func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID domain
 
 // SkierDayVertical sums the Vertical of the skier's rides of that day at
 // the resort.
-func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
-	total := 0
+func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
+	var total int64
 	err := s.skierRides(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
 		v, err := getNum(it, attrVertical)
-		total += int(v)
+		total += v
 		return err
 	})
 	return total, err
 }
 
-// SkierSeasonVerticals reads all the skier's rides at the resort and sums
-// them per season.
-func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
-	totals := seasonTotals{}
-	if err := s.skierRides(ctx, "SkierSeasonVerticals", skierID, "", resortID, totals.adder(attrVertical)); err != nil {
+// SkierSeasonVerticals reads all the skier's rides (one Query over the
+// skier's partition, whatever the number of resorts) and sums those of the
+// resorts asked for per resort and season.
+func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	totals := newResortSeasonTotals(resortIDs)
+	if err := s.skierRides(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrVertical)); err != nil {
 		return nil, err
 	}
 	return totals.sorted(), nil
@@ -213,7 +214,7 @@ func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID
 }
 
 // seasonTotals sums vertical per season over the items a query returns.
-type seasonTotals map[string]int
+type seasonTotals map[string]int64
 
 // adder returns the per-item callback that adds the item's vertical
 // attribute (a ride's or a day's) to its season.
@@ -224,7 +225,7 @@ func (t seasonTotals) adder(verticalAttr string) func(item) error {
 			return err
 		}
 		v, err := getNum(it, verticalAttr)
-		t[season] += int(v)
+		t[season] += v
 		return err
 	}
 }
@@ -235,6 +236,50 @@ func (t seasonTotals) sorted() []domain.SeasonVertical {
 		out = append(out, domain.SeasonVertical{SeasonID: season, TotalVert: v})
 	}
 	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	return out
+}
+
+// resortSeasonTotals sums vertical per resort and season over the items a
+// query of the skier's partition returns, keeping the resorts asked for.
+// The resorts are filtered here rather than in a FilterExpression: a filter
+// would save no read capacity (it applies after the read), and one Query
+// then answers any number of resorts.
+type resortSeasonTotals struct {
+	want map[domain.ResortID]bool
+	sums map[domain.ResortID]seasonTotals
+}
+
+func newResortSeasonTotals(resortIDs []domain.ResortID) resortSeasonTotals {
+	t := resortSeasonTotals{want: map[domain.ResortID]bool{}, sums: map[domain.ResortID]seasonTotals{}}
+	for _, id := range resortIDs {
+		t.want[id] = true
+	}
+	return t
+}
+
+// adder is seasonTotals.adder per resort; items of other resorts are skipped.
+func (t resortSeasonTotals) adder(verticalAttr string) func(item) error {
+	return func(it item) error {
+		r, err := getNum(it, attrResortID)
+		if err != nil {
+			return err
+		}
+		id := domain.ResortID(r)
+		if !t.want[id] {
+			return nil
+		}
+		if t.sums[id] == nil {
+			t.sums[id] = seasonTotals{}
+		}
+		return t.sums[id].adder(verticalAttr)(it)
+	}
+}
+
+func (t resortSeasonTotals) sorted() map[domain.ResortID][]domain.SeasonVertical {
+	out := make(map[domain.ResortID][]domain.SeasonVertical, len(t.sums))
+	for id, st := range t.sums {
+		out[id] = st.sorted()
+	}
 	return out
 }
 

@@ -360,7 +360,7 @@ func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.Resort
 }
 
 // SkierDayVertical reads one skier-day item's TotalVertical.
-func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
 }
 
@@ -389,12 +389,13 @@ func (s *CountersStore) skierItems(ctx context.Context, op string, skierID domai
 	return s.query(ctx, op, in, each)
 }
 
-// SkierSeasonVerticals sums the skier's skier-day totals at the resort per
-// season: one small item per day skied instead of every ride.
-func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
-	totals := seasonTotals{}
-	err := s.skierItems(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, resortID,
-		attrSeasonID+","+attrTotalVertical, totals.adder(attrTotalVertical))
+// SkierSeasonVerticals sums the skier's skier-day totals per resort and
+// season, for the resorts asked for: one Query, one small item per day
+// skied instead of every ride.
+func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	totals := newResortSeasonTotals(resortIDs)
+	err := s.skierItems(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, 0,
+		attrResortID+","+attrSeasonID+","+attrTotalVertical, totals.adder(attrTotalVertical))
 	if err != nil {
 		return nil, err
 	}

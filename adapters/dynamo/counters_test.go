@@ -45,7 +45,7 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 		skier  domain.SkierID
 	}
 	skiers := map[rd]map[domain.SkierID]bool{}
-	vert := map[sd]int{}
+	vert := map[sd]int64{}
 	seen := map[domain.LiftRide]bool{}
 	for _, r := range rides {
 		if seen[r] {
@@ -57,7 +57,7 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 			skiers[k] = map[domain.SkierID]bool{}
 		}
 		skiers[k][r.SkierID()] = true
-		vert[sd{r.ResortID(), r.DayID(), r.SkierID()}] += r.Vertical()
+		vert[sd{r.ResortID(), r.DayID(), r.SkierID()}] += int64(r.Vertical())
 	}
 	for k, set := range skiers {
 		if n, err := s.UniqueSkiers(ctx, k.resort, "2024", k.day); err != nil || n != len(set) {

@@ -117,7 +117,7 @@ func TestQueriesFollowEveryPage(t *testing.T) {
 			if days, err := s.SkierDays(ctx, 3, "2024"); err != nil || !slices.Equal(days, []int{1, 2, 3}) {
 				t.Errorf("SkierDays over pages of 2 = %v, %v; want [1 2 3]", days, err)
 			}
-			if sv, err := s.SkierSeasonVerticals(ctx, 3, 1); err != nil || len(sv) != 1 || sv[0].TotalVert != 60 {
+			if sv, err := s.SkierSeasonVerticals(ctx, 3, []domain.ResortID{1}); err != nil || len(sv[1]) != 1 || sv[1][0].TotalVert != 60 {
 				t.Errorf("SkierSeasonVerticals over pages of 2 = %v, %v; want [{2024 60}]", sv, err)
 			}
 			// The counters model adds 21 skier-day items and 3 days × 7
@@ -202,7 +202,7 @@ func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	if atLeast := (1024 - 150) / 32; len(got) < atLeast {
 		t.Errorf("a 1 KB skier-day item held %d rides; the documented estimate promises %d", len(got), atLeast)
 	}
-	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != 10*len(got) {
+	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != int64(10*len(got)) {
 		t.Errorf("vertical = %d, %v; want %d", v, err, 10*len(got))
 	}
 }

@@ -201,7 +201,7 @@ func (w *wrapped) Unwrap() []error { return []error{w.kind, w.err} }
 
 // totalVertical reads the pre-aggregated TotalVertical of one skier-day item
 // (the abandoned and counters models keep one); 0 when there is no item.
-func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKey string) (int, error) {
+func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKey string) (int64, error) {
 	const op = "SkierDayVertical"
 	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(b.table),
@@ -224,5 +224,5 @@ func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKe
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	return int(v), nil
+	return v, nil
 }

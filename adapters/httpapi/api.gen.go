@@ -52,23 +52,33 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// LiftRide time and liftID are both required (enforced by the server with a 400)
+// LiftRide time and liftID are both required, and no other field is allowed. The
+// body must be exactly one JSON object, its field names spelled exactly
+// as here (case matters). A ride outside the bounds, a missing or
+// unknown field, or trailing data after the object gets a 400.
 type LiftRide struct {
-	// LiftID Example: 21
+	// LiftID the lift, 1 to 1000; the ride's vertical is liftID × 10 metres
+	//
+	// Example: 21
 	LiftID *int32 `json:"liftID,omitempty"`
 
-	// Time Example: 217
+	// Time the minute of the day the ride started, 0 (midnight) to 1439 (23:59)
+	//
+	// Example: 217
 	Time *int32 `json:"time,omitempty"`
 }
 
 // Readiness defines model for Readiness.
 type Readiness struct {
+	// Checks each dependency's state; why one is unavailable is in the server log
 	Checks map[string]string `json:"checks"`
 
 	// QueueDepth rides accepted but not yet stored
 	QueueDepth int64 `json:"queueDepth"`
 
-	// Status Example: ok
+	// Status ok; degraded (still serving, an optional dependency such as the Redis cache is down; 200); unavailable (503)
+	//
+	// Example: ok
 	Status string `json:"status"`
 }
 
@@ -94,7 +104,8 @@ type ResortsList struct {
 	Resorts []ResortEntry `json:"resorts"`
 }
 
-// ResponseMsg defines model for ResponseMsg.
+// ResponseMsg Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type ResponseMsg struct {
 	Message string `json:"message"`
 }
@@ -113,7 +124,7 @@ type SeasonVertical struct {
 	SeasonID string `json:"seasonID"`
 
 	// TotalVert Example: 13837
-	TotalVert int32 `json:"totalVert"`
+	TotalVert int64 `json:"totalVert"`
 }
 
 // SeasonsList defines model for SeasonsList.
@@ -127,7 +138,7 @@ type SkierDayRides struct {
 	Rides     []RideOfDay `json:"rides"`
 	SeasonID  string      `json:"seasonID"`
 	SkierID   int32       `json:"skierID"`
-	TotalVert int         `json:"totalVert"`
+	TotalVert int64       `json:"totalVert"`
 }
 
 // SkierSeasonDays defines model for SkierSeasonDays.
@@ -155,19 +166,24 @@ type SeasonIDStringPath = string
 // SkierIDPath defines model for SkierIDPath.
 type SkierIDPath = int32
 
-// BadRequest defines model for BadRequest.
+// BadRequest Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type BadRequest = ResponseMsg
 
-// NotFound defines model for NotFound.
+// NotFound Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type NotFound = ResponseMsg
 
-// Overloaded defines model for Overloaded.
+// Overloaded Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Overloaded = ResponseMsg
 
-// TooLarge defines model for TooLarge.
+// TooLarge Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type TooLarge = ResponseMsg
 
-// Unavailable defines model for Unavailable.
+// Unavailable Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Unavailable = ResponseMsg
 
 // AddSeasonJSONBody defines parameters for AddSeason.
@@ -178,10 +194,13 @@ type AddSeasonJSONBody struct {
 
 // GetSkierResortTotalsParams defines parameters for GetSkierResortTotals.
 type GetSkierResortTotalsParams struct {
-	// Resort resort to filter by (repeat for several)
+	// Resort resort to filter by (repeat for several). At most 20 distinct
+	// values (repeats count once; more is a 400); every resort must
+	// exist (an unknown one is a 404 naming it).
 	Resort []string `form:"resort" json:"resort"`
 
-	// Season season to filter by, optional (repeat for several)
+	// Season season to filter by, optional (repeat for several). At most 20
+	// distinct values (repeats count once; more is a 400).
 	Season *[]string `form:"season,omitempty" json:"season,omitempty"`
 }
 
@@ -1144,7 +1163,7 @@ type GetSkierDayVerticalResponseObject interface {
 	VisitGetSkierDayVerticalResponse(w http.ResponseWriter) error
 }
 
-type GetSkierDayVertical200JSONResponse int32
+type GetSkierDayVertical200JSONResponse int64
 
 func (response GetSkierDayVertical200JSONResponse) VisitGetSkierDayVerticalResponse(w http.ResponseWriter) error {
 
@@ -1768,45 +1787,54 @@ func (sh *strictHandler) GetPerformanceStats(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3FpbUxs5Fv4rp7RbFVLVweYymeB5IkV2h91MQkFm52HgQbSObQ1tqZHUkF7K/33qSH21u20DwZOaFwrb",
-	"0tG5fOcqPbBYz1KtUDnLRg8s5YbP0KHxn054fnpy4YxUkzPupvSVQBsbmTqpFRux0xNQ2ewaDegx2BsJ",
-	"gucgFbgp+o8WudUqgku2d8nAabhkB2/fXjIWMUn7U6IaMcVnyEZM0HEsYgZvM2lQsJEzGUbMxlOccTrd",
-	"5SkttJ4lNp9H7BytNu70pJc/PfbcGL+OPknl0KB13TyYgt5KNsbazLhjIyaVO9hnUckXkZ6g8YxdeNHX",
-	"qq9gr6ksDmOdmTdCTqSDHLnp5tQWBzxSYRc3Es16fVla1nNwoPBMDc1pu021suix9p6Lc7zNyDAjQqVy",
-	"qPy/PE0TGXPicPCHJTYfGgf90+CYjdg/BjWOB+FXOzgv6P9iJ+HABWHVHU+kAKnSzFk2j9gn7f6lMyW2",
-	"xcEJdxyUdmRwJYiDz3doEs0Fbo2HL1rDjKscTNC+/QkMOpMDHzs0HgsNF8dYK2HJxc9p0ZtjWsQiNkUu",
-	"iqDR/KHF5DIE5hEd/5GbCW5L3AJjcK1FDgmdTDJyBYfwX/meTPCr4ndcJvw62RpTX6YItxlmCDFXhAfH",
-	"bzCELSkQlL7fplHmpSP7ncdnpxeOF9nB6BSNk8FjUYlUS+Wqn6XDmV2nig+NXaTuggFuDM9ZiAplUPl9",
-	"4YirarW+/gNjv71FbonFX88/ek6/8llK5mSDEN9tHZHK0BixGf+6HBFn/Csk3KGKfWKb0c6K3N7Ru2h9",
-	"qIvYDLnqII1craC9txFpkpYHgk05//3hy7KIC8ol5TQJFHwGRXTp+mfkScgabS1bx11m2wzom7XnF9u6",
-	"Tvoox+5cClxWmpMzBK4EJHLsTk+AG4Rr7aZQUoYdVGNtYhRwnYdUhuYODdxLNwUOh8PhaxYtSBCItSTY",
-	"30z/xM/Cvh+jjQqEJaHPkQup0Ha4WjzF+Mb/x4WQpAqenLVWLKF5ibwPMCeYduV9CjMWeBxj6khxmfNp",
-	"KUcH1mmyV1umt4edyngeEFosRqXMV52aIif+oJzJl3VVVXCblCFRsfwTD2ZczWhjbVSf08+hr7U6zKmy",
-	"Wf1Tpaof3x0dHT0KdAuuUZW5ryxQrQY79FWsM2MRbIpx+f1YUw6RFsYSE/G6GXbYL9JaqRWcSzHBtabz",
-	"nEQNgfqVYT9K6/rMtXn+aNp+XfooafcwVaXkJaZmaC2fbICIcmHnCVLg5/EJ78BoHW82RujGy0twbLD0",
-	"jjiKedJZCHQaumA8avZJFZUuJYQ26H+NgxZyR9nFtILG/nDvqCtFO+14QsRay/cO3h1sGHRbYaduoGq6",
-	"/TL04DdQaeO3Lxh3o7Sk0Hk0edUJzwlLHYEkdMxdJ5pyw2ZOVUF1idmoZaKlc8pmcENsNu23zjxVm9kw",
-	"VDkiqAmVovZqL1jvhOd9+nuU7TwLlgiLLhm+obY2VEfBS1TK0quHfh98bAhe8OmnR2FaKdVYL+eyixtJ",
-	"zfHx2Sns7w6jUMP5is7eSMEd34XfpME3xB138jrBUN/FiSRWYYKKyloUl2ps9AzqRPjKwsU9n1Dft787",
-	"9GkRdixlxZS7qY2gKohPhY2gGohdKkqd1teeJIaN4D8Xnz+FFOrTqn0dQZpkFty9hhTNG28yauyMpOVT",
-	"Xz5fqrKpsZEnxgMdNEab0JZqBXiHJg/f7V5STe6k85Hx4kaCHxscn52G2GuDxvZ3h0U/oHgq2Ygd7A53",
-	"D6jSJbFIw4PAwP/p/wl6F2zISk0Dup+LJQvDmf3h8Jv1wkUX0dEG80TeoYePzWYzTsWdL2pSo2O0FqSF",
-	"sCRijk8sYSuIxK5o08AgF/lK8c7DiheUri7iOwT0DJKVfhgebOdEquKLU1tqDfgSmKISof+0tC6e8usE",
-	"fwKeWA0GU/Jb7zthOiGK0rxH+1UU6Vd/2Xy/oP7rWrNDHzaLCUrjLKn9fEE1E3TAIZHWlUPtQrJysE3h",
-	"55rbJgyrENfUxOChLJLmg0aVsFo5Ra3h/bYexf/eLXS9ZNCag8+vXlDDzWpoYw1H7DCw0EW5YnXQGAL7",
-	"LYfrt1Qz25VWDDwXjU9ohuRYoihs22nKiKXadtjqWIigg29hJC/sey3yR9mnrfIcuQkOHJLuaPkKAWwW",
-	"T4Fb2B/uHy6NP/wlwwYF+Lwzgy9kbq/aHBTeQ1AT3PEkw6XrgvkSRveWRSMqwXgQG6SEDjvaAE98UAOD",
-	"E2kdGhSvt4OxiB3uHazfUE2126A8FpTuGzIRHvkqDK4OJ4OHshacDwTPBw++BpwPbDVcWBNs/Doq+5+H",
-	"5GjFPdILXGptUDo/7aISdvZ2dw/evn391PvJ9ZxdvXjuKwYx33doro2RKXmbFfeNFrgrvKGAOMG61zHC",
-	"nh5nsAveMHgoOqj5Kr9o99uP9YqOO1+C4ppdi7fsG2xpXuK+bLJv6aMDU+UllS0dXoQuecuYqq6sX9ma",
-	"Ha08OwSqcMFJ4ImA/ha3A2GoVaKrCJvrwPVoPDUmENtB1Hbh0RCvByDkjt484i+AxlTfhwtuz0UFlMBP",
-	"lQPKNNWEyhporM3HzwtB1Xzl2bn5bxm1qlr14PCH4UbT343yIbwBP1uEcqpd9QwUSQy6zKi/BMaUNYmN",
-	"Hu4Cppf7m6LW6YJyX3/zm5EOP+F9dQn7Nwbg09qvVSGx0tqa3iiRYxeedwh0XCb2aQ2SNxY0kLxTPRuR",
-	"NoxthB8z3sskgWss7nO/13YpYof7R+s3NJ5J1dO01Vuaz3rannXvVcgXrNJyrHWZoIzrg+aN2soAH3zk",
-	"CznzE6qCJo6Xep3iqaPTMJaJQ0OVzo7BFLnzUlm8Q8OTcO2bJlpg2cj4nuc2Q5MvPohc2fVsfndiXe7H",
-	"CxSsOzgvurAm5xHoNLx3eIYMthzXPJ/nF6+m6muVpyas7z1JdQ3gduF0DEqXfbi09YqoEAh4kpSDvF5/",
-	"dNxJ62S8cvhxhsZXCyrG8LDsBW1aPZ97+jCa9HV8dgppzTbYgu9KC7XgV+EFn3/0FKJJZhKqg51LR4NB",
-	"omOeTLV1o3fDd0MP6ILIQ9vlrXfQ5pvf9jf1iY1vixuB+dX8zwAAAP//",
+	"3FttUyM38v8qXfP/Vy1UzWKD2c0Cr0ixd+Fus6Fgc3kR80KM2rbCjDSr1mB8lD/HfaD7YlctzXhm8PgB",
+	"NpBU3iTYllrdv35uaR+ixGS50agdRccPUS6syNCh9Z/OxOz87MpZpccXwk34K4mUWJU7ZXR0HJ2fgS6y",
+	"G7RgRkC3CqSYgdLgJug/EgoyOoZhtD+MwBkYRoP374dRFEeK9+dMNY60yDA6jiQfF8WRxa+FsiijY2cL",
+	"jCNKJpgJPt3Ncl5InqVoPo+jSyRj3fnZSv7MyHNj/Tr+pLRDi+S6ebAlvbVsjIzNhIuOI6Xd4CCKK76Y",
+	"9BitZ+zKi74RvpK9JlgCRqawb6UaKwczFLabUyoPeCJgV7cK7Wa8iJetODhQ+EaE5rydcqMJva19L+Ql",
+	"fi1YMcdsldqh9n+KPE9VIpjD3m/EbD40Dvp/i6PoOPq/Xm3HvfAr9S5L+j/SOBz4SFh9J1IlQem8cBTN",
+	"4+izcX8zhZavxcGZcAK0caxwLZmDn+7QpkZIfDUevhgDmdAzsAF9OgGLzs5AjBxabwsNF8fEaEns4pe8",
+	"6O0pL4riaIJClkGj+UOLyWUTmMd8/Cdhx/ha4pY2BjdGziDlk1lGoeEQ/qm+ZxX8rMWdUKm4SV+NqVOQ",
+	"mKOWqJMZJEKzSUjjsZ8aewvaTGGHP30tsEAYGQsCckMOJVglMealQ03OWATjJmininA3BmPL4BeENoVL",
+	"1R3K4OFo79C+IZAoZKo0loof6u01vwdfJggZEokxgiKOXeqeD8B7N9RaZEqPPaVawBP/OREF+R1VtvDc",
+	"QGrGe0P9fIOaV0HI7zy9OL9yosxs1uRonQrRBrXMjdJu8bNymNEmNX5s7GJTKRkQ1opZFCJaFRB/fXTE",
+	"9WK1ufkNE7+9RW6JxZ8vP3lO70WWsylGvZCbqI6mVViPo0zcL0fzTNxDKpy3KqUh450LcvtHH+LNYTqO",
+	"MhS6gzQKvYb2/lakWVoRCDbl/PvHL8siPgKXwWkSKPkMQHRh/QOKNGS8NsrkhCuozYC53Xh+ua3rpE9q",
+	"5C6VxGXQnMoQhJaQqpE7PwNhEW6Mm0BFOfa/ahN8GEYKU+m9Kk3NFKX3tqH2oSsrOIgh4L1IXDoDoxH+",
+	"cfXTZwiMxKAclQQ4bRNQjmmKstow1IJgghZhJxGEkAnHVd/uHpz6kMKxgvj/7Jw3nJ6IK5NMEbFLGzvU",
+	"hb7VZqrDKSHWWKFS/llyYqvDSOAJxug4Qhz2+8HH25oIoHSgNkEPWAz7XEHu9/v9EEKYzTcEd0wiESkD",
+	"VQL73//Afh8ydBZbdnnQZZeZuFdZkUXHTDmOMqXLj10myyrsZjFTunBYlU9cB1c8AjlhHWu3DzuZklqN",
+	"J27Xy3I4OIKdg8Hxu6PdNp/frWX0cHDUYLTfWX8u2eUlCqk0Ukc0TCaY3Pq/hJSKhRLpRWtFW15zy9ou",
+	"GomyIyS1t6BIJo0k8IYYFYcnMJ0E41XUJNiZGaIOqXxGPMO8q5pl8AlEkmDOmfKmcL7YmqEDnypl1Eb5",
+	"/WFnmKpDxGMUTkDi2HK1BjvkVJp6ZpUesyODyQOSzeRORTIBQV6wS5SKIBHJxIsrzVSfwEG/v3vSQmLn",
+	"XX/Qso4nxKcWPnGl5+tO6+Dc8lE7O1u2j0VTtE1lH5fLP4vgKusZbayN63NWc+jblw4T1kVW/7SA6rsP",
+	"R0dHW+Wi1Y4dmHpDPo6GMiwxhSXkkJpU3498qaXKmNvW148cNI2GSyXHuFF1npO4IdBqMOiTIrdKXduX",
+	"NU3db6pqKtormFpUuUtQfrxDOwO01nDNyTmsXTySmBFMJ8KF8jBVqB3XwiDNCSgHGu/Q+pISCSaGHMXw",
+	"8+UnisGxmxBHJGkVhwp/CLGqDKHPskuhZLcrA5WsbDbaamEnCEriT6Mz0eFGdYbb2om2Xl7Z7xZLq4TZ",
+	"WUJ32mLJeNycjiyodIEQhh//ahz0qOqqZhetuuugv3/UlUmccSJlYq3l+4MPg+86AviGvNiKkvUIpT5j",
+	"tTwr3C1QabvbsgzrnKqi0Hk0B4EzMWO76oh7YWbWdaKtNmwXAxZmu8Rs3FLX0jnVOGhLO23q8pt0t5hC",
+	"NbRYTRDrUyocVkIbVHsmZqvAfZJiPQvEhGWXe/2OUG4JR8lLXMmyEofVzvrUdPLI+Z+fUXil0iOznEyu",
+	"btWZcOL04hwO9vpxCOwSbmZAt4qbjz34RVl8y9wJp7iMmio3KdMKwRg1d44oh3pkTQZ1Un9DcDUV4zFa",
+	"puxTPOwQZ/hcuAnFsOg5z7kjWszLq8zEDRyLQXFoxxot2G4MeVoQuKmBHO1brzL4WqBVvHziO9ShruYG",
+	"FLpBEej4nBamVkYD1sk0JDKnnA+hV7cK/FTx9OI8BGkKiB3s9cuWW4tcRcfRYK+/N+AUyGIxwr3AwL/5",
+	"7zF6/2zIyn05uh/KJY9mtwf9/u82Kisb9Y4pmUjVHXrzoSLLBBeqvkDLrUmQKDTKvCSOnBgT21YQKbrm",
+	"TT2LQs7WincZVrygdHUT1iGgZ5C19K4/eJ0TuR0qT23BGuyr0bco4nXJhEutExApGbCYs99CPZeUZZux",
+	"Av1FFFkNfzXfekH867q5Aw8qEjalUZHWfv4ImjE6EJAqctWdVylZVWRy+LkR1DTDRYhrItF7qKqpea9R",
+	"QqwHpyxEvN/WN3W/dgtdL+m1rsnm1y+IcLNU2hrhODoMLHRRXrDaa9wR+S2Hm7csrnTWajHwXDZxobFT",
+	"I4Wy1G2nKuMoN9Shq1MpAwa/h5K8sN8bOXuSftqQz1DY4MAh6R4v3zAu5hIH/YPDpb7I30FuUanPOzP4",
+	"o8ztoZ2BxikEmOBOpAUu3SbOl2x0f1k0phKUB4lFTuiwYyyI1Ac1sDhW5NCi3H0dG4ujw/3B5g2LS6+2",
+	"UZ5KTvcNmcJFzxobXB9Oeg9VLTjvSTHrPfgacN6jxaBkQ7Dx67gn+DZLjtdcM7/AnfcWpfPz3jHAzv7e",
+	"3uD9+93nPl/YzNn1i+e+cqj05w7NtTIKrb4W5XMEAuFKbyhNnM16pWOEPSucgR55Q++h7KDm6/yi3Yw/",
+	"1Ss6noSwKW7Y9fgRzhZbmm88XjbZt/DosKnqDoQaFyN/gE0tXrS8oZodo8M9jXAQ3j+w8cTA/w29ZDn9",
+	"qqyrDJubjOvJ9tSYQLyORb2ueTTEW2Eg7I5ePfIPMI2JmYb3L56LhaEEfurBcZmmmqaywTQ25uNvC0GL",
+	"+co35+a/ZNRa1KqDw3f9J4+Jt8qN8Bb8nLG+ga76B44qFl1h9R9i0pxBmY0V3AX7Xu51yrqny6xX9Tq/",
+	"WOXwM04Xbx7+wsb4vFZsXXhcoLahT0rVyIWXBBKdUCk9r1nyyoKGJe8sXigoCiMc6UeOU5WmcIPlJfmf",
+	"tXWKo8ODo80bGi8q68na+i3NF4Btz5p6CMUjrbQca1NWqGJ8r3kNtzbYBx/5ws78jAqhacdLfU/5KtoZ",
+	"GKnUoeWqZ8dijsJ5qQjv0Ip0dw9OHWSGHBz0QSpySiduqH3nTtUOgsQU2oHRCZ5AZmz5IvDQP2kII8Xy",
+	"wKwgN9R4r8jBjtBQPSUqH4LwnkMoXw8qV17W4n2eGolVW+U7sK8F2tnj19tre7Dtb3LIzfywg1NHB3Zl",
+	"T9jELq7ffGxCcagrGGF7FLfGgaoB1LfL/eL1YX1R9Ny0+2dPtV0jxT04H4E21WRBUb0iLgUC4R8UVQPf",
+	"7qjihGM7StaOcy7Q+vpHJxheo76gThdvbp8/Xme8Ti/OIa/Z9q/FWijUgl+HZ7/+bUeIiYVNubJ3Lj/u",
+	"9VKTiHRiyB1/6H/oe4MuiTy0wwZ5J2/+I4f2N/WJjW/LO4759fx/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -52,7 +52,7 @@ func (h *Handlers) GetSkierDayVertical(ctx context.Context, req GetSkierDayVerti
 	if err != nil {
 		return nil, err
 	}
-	return GetSkierDayVertical200JSONResponse(int32(v)), nil
+	return GetSkierDayVertical200JSONResponse(v), nil
 }
 
 // GetSkierResortTotals reads the repeated resort and season query parameters.
@@ -78,7 +78,7 @@ func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortT
 	}
 	out := SkierVertical{Resorts: make([]SeasonVertical, len(totals))}
 	for i, t := range totals {
-		out.Resorts[i] = SeasonVertical{SeasonID: t.SeasonID, TotalVert: int32(t.TotalVert)}
+		out.Resorts[i] = SeasonVertical{SeasonID: t.SeasonID, TotalVert: t.TotalVert}
 	}
 	return GetSkierResortTotals200JSONResponse(out), nil
 }
@@ -200,6 +200,9 @@ func (h *Handlers) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (Get
 	if !r.Ready {
 		body.Status = "unavailable"
 		return GetReadyz503JSONResponse(body), nil
+	}
+	if r.Degraded {
+		body.Status = "degraded" // still serving: ready, so still in the load balancer
 	}
 	return GetReadyz200JSONResponse(body), nil
 }

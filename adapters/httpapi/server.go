@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -30,8 +32,16 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 		RequestErrorHandlerFunc:  errs.requestError,
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
+	rules, err := bodyRules()
+	if err != nil {
+		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
+	}
 	mux := http.NewServeMux()
-	HandlerWithOptions(strict, StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: errs.paramError})
+	HandlerWithOptions(strict, StdHTTPServerOptions{
+		BaseRouter:       mux,
+		ErrorHandlerFunc: errs.paramError,
+		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
+	})
 	return &instrumented{mux: mux, stats: h.Stats}
 }
 
@@ -63,7 +73,10 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // recorder remembers the status, and turns the router's own plain-text 404
-// and 405 answers into JSON ones.
+// and 405 answers into JSON ones. The router also redirects a path that is
+// not in canonical form ("/resorts/../resorts", "/.") to its cleaned form;
+// no route of the API is reached that way, so that is a JSON 404 too
+// ("/resorts/1//seasons" is not "/resorts/1/seasons").
 type recorder struct {
 	http.ResponseWriter
 	req       *http.Request
@@ -73,7 +86,15 @@ type recorder struct {
 
 func (rw *recorder) WriteHeader(code int) {
 	rw.status = code
-	if rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+	redirect := code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect
+	// A redirect can only be the router's (no handler redirects), and it
+	// may set Pattern to the route the cleaned path would match.
+	if redirect || rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		if code != http.StatusMethodNotAllowed {
+			code = http.StatusNotFound
+			rw.status = code
+			rw.Header().Del("Location")
+		}
 		rw.swallowed = true
 		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, rw.req.URL.Path)
 		if code == http.StatusMethodNotAllowed {
@@ -113,7 +134,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, domain.ErrOverloaded):
 		return http.StatusTooManyRequests
-	case errors.Is(err, domain.ErrUnavailable):
+	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		// A request past its deadline waited on the store or the queue.
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
@@ -122,16 +144,53 @@ func statusOf(err error) int {
 
 type errorWriter struct{ log *slog.Logger }
 
-// responseError answers an error returned by a handler.
+// responseError answers an error returned by a handler: the status from
+// statusOf, the body from publicMessage, and for a 5xx the cause (secrets
+// masked) in the log, which is the only place it goes.
 func (e errorWriter) responseError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	msg := err.Error()
-	if status == http.StatusInternalServerError {
-		// The cause goes to the log, not to the caller.
-		e.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error; the cause is in the server log"
+	switch {
+	case status == http.StatusInternalServerError:
+		e.log.Error("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
+	case status >= 500:
+		e.log.Warn("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
 	}
-	writeJSONError(w, status, msg)
+	writeJSONError(w, status, publicMessage(r, status, err))
+}
+
+// writeRidePattern is the route of writeNewLiftRide, whose dependency is
+// the queue; every other route's is the store.
+const writeRidePattern = "POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}"
+
+// publicMessage is what the caller is told: what went wrong in its terms
+// and what it can do, never the cause. A 5xx is fixed text (the cause of a
+// store or queue failure names hosts, URLs, tables and driver errors); a
+// 4xx is the message of the domain error the core made for the caller,
+// which names only what the caller sent.
+func publicMessage(r *http.Request, status int, err error) string {
+	switch status {
+	case http.StatusServiceUnavailable:
+		if r.Pattern == writeRidePattern {
+			return fmt.Sprintf("the ride queue cannot take the ride now; retry after %d s", RetryAfterSeconds)
+		}
+		return fmt.Sprintf("the ride store is unavailable; retry after %d s", RetryAfterSeconds)
+	case http.StatusInternalServerError:
+		return "internal error; the cause is in the server log"
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes)
+	}
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return de.Msg
+	}
+	switch status {
+	case http.StatusNotFound:
+		return "not found; see openapi.yaml for what each path answers"
+	case http.StatusTooManyRequests:
+		return fmt.Sprintf("too many requests; retry after %d s", RetryAfterSeconds)
+	default:
+		return "the request is not valid; see openapi.yaml for what each operation takes"
+	}
 }
 
 // requestError answers a body the generated code could not decode.
@@ -146,8 +205,10 @@ func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err er
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("field %s must be %s, got a JSON %s", typ.Field, jsonKind(typ.Type.String()), typ.Value))
 	case errors.Is(err, io.EOF):
 		writeJSONError(w, http.StatusBadRequest, "request body is required (JSON)")
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+errors.Unwrap(err).Error())
+	case errors.As(err, &syntax):
+		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+syntax.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
 	default:
 		writeJSONError(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
 	}
@@ -202,11 +263,13 @@ const ConsumerRoleMessage = "this process runs --role consumer: it serves /healt
 // anything else, so a misrouted POST is refused instead of accepted.
 func NewOpsHandler(health ports.Health, stats ports.EndpointStats, log *slog.Logger) http.Handler {
 	api := NewHandler(&Handlers{Health: health, Stats: stats}, log)
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", api)
-	mux.Handle("GET /readyz", api)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+	// Routed by hand, not by a ServeMux, which would redirect a
+	// non-canonical path with a plain-text 3xx.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			api.ServeHTTP(w, r)
+			return
+		}
 		writeJSONError(w, http.StatusNotFound, ConsumerRoleMessage)
 	})
-	return mux
 }

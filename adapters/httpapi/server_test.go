@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -52,7 +53,7 @@ func TestIngestErrorsMapToStatus(t *testing.T) {
 		retryAfter bool
 		inBody     string
 	}{
-		{domain.Unavailable("the ride queue is full"), 503, true, "the ride queue is full"},
+		{domain.Unavailable("the ride queue is full"), 503, true, "the ride queue cannot take the ride now; retry after 1 s"},
 		{&domain.Error{Kind: domain.ErrOverloaded, Msg: "slow down"}, 429, true, "slow down"},
 		{domain.NotFound("resort 9 does not exist"), 404, false, "resort 9 does not exist"},
 		{domain.Invalid("bad"), 400, false, "bad"},
@@ -100,5 +101,70 @@ func TestStatsRecordRouteTemplateNotPath(t *testing.T) {
 	want := "POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}"
 	if len(stats.routes) != 1 || stats.routes[0] != want {
 		t.Errorf("observed %v; want only %q (unmatched paths are not recorded)", stats.routes, want)
+	}
+}
+
+func TestRequestBodiesAreStrict(t *testing.T) {
+	var ingested []domain.LiftRide
+	srv := serve(t, func(_ context.Context, r domain.LiftRide) error { ingested = append(ingested, r); return nil }, &statsRec{})
+	cases := []struct{ name, body, want string }{
+		{"trailing object", `{"time":1,"liftID":2}{"time":5,"liftID":9}`, "exactly one JSON object"},
+		{"trailing garbage", `{"time":1,"liftID":2} x`, "exactly one JSON object"},
+		{"trailing number", `{"time":1,"liftID":2}7`, "exactly one JSON object"},
+		{"upper-case names", `{"TIME":3,"LIFTID":4}`, `field "TIME" is not in the spec`},
+		{"mixed-case name", `{"time":3,"liftId":4}`, `field "liftId" is not in the spec`},
+		{"unknown field", `{"time":3,"liftID":4,"speed":9}`, `field "speed" is not in the spec`},
+		{"duplicate field", `{"time":3,"liftID":4,"time":5}`, `field "time" appears twice`},
+		{"array", `[{"time":3,"liftID":4}]`, "must be a JSON object"},
+		{"null", `null`, "must be a JSON object"},
+		{"string", `"time"`, "must be a JSON object"},
+		{"truncated", `{"time":3,`, "not valid JSON"},
+		{"not json", `time=3`, "not valid JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL+"/skiers/1/seasons/2024/days/1/skiers/2", "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var m ResponseMsg
+			_ = json.Unmarshal(b, &m)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(m.Message, c.want) || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("POST %s = %d %s; want a 400 JSON message saying %q", c.body, resp.StatusCode, b, c.want)
+			}
+		})
+	}
+	if len(ingested) != 0 {
+		t.Errorf("rides %v reached ingest from refused bodies", ingested)
+	}
+	// The spec's own spelling, in any order and with whitespace, is fine.
+	resp, err := http.Post(srv.URL+"/skiers/1/seasons/2024/days/1/skiers/2", "application/json", strings.NewReader(" {\"liftID\":2,\n \"time\":1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || len(ingested) != 1 {
+		t.Errorf("a well-formed body: status %d, %d rides ingested; want 201 and 1", resp.StatusCode, len(ingested))
+	}
+}
+
+func TestEveryOperationWithABodyHasAStrictRule(t *testing.T) {
+	rules, err := bodyRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}": {"liftID", "time"},
+		"POST /resorts/{resortID}/seasons":                                         {"year"},
+	}
+	if len(rules) != len(want) {
+		t.Errorf("rules %v; want exactly %v", rules, want)
+	}
+	for route, fields := range want {
+		if got := rules[route]; strings.Join(got, ",") != strings.Join(fields, ",") {
+			t.Errorf("rule for %s = %v; want %v", route, got, fields)
+		}
 	}
 }

@@ -93,9 +93,9 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 			return cmp.Compare(v.SeasonID, season)
 		})
 		if found {
-			vs[i].TotalVert += r.Vertical()
+			vs[i].TotalVert += int64(r.Vertical())
 		} else {
-			s.seasons[sr] = slices.Insert(vs, i, domain.SeasonVertical{SeasonID: r.SeasonID(), TotalVert: r.Vertical()})
+			s.seasons[sr] = slices.Insert(vs, i, domain.SeasonVertical{SeasonID: r.SeasonID(), TotalVert: int64(r.Vertical())})
 		}
 	}
 	return nil
@@ -109,23 +109,29 @@ func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, se
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	total := 0
+	var total int64
 	for _, r := range s.dayRides[skierDay{skierID, seasonID, dayID}] {
 		if r.ResortID() == resortID {
-			total += r.Vertical()
+			total += int64(r.Vertical())
 		}
 	}
 	return total, nil
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
-func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
+func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.seasons[skierResort{skierID, resortID}]), nil // kept sorted by AddRides
+	out := make(map[domain.ResortID][]domain.SeasonVertical, len(resortIDs))
+	for _, id := range resortIDs {
+		if vs := s.seasons[skierResort{skierID, id}]; len(vs) > 0 {
+			out[id] = slices.Clone(vs) // kept sorted by AddRides
+		}
+	}
+	return out, nil
 }
 
 // SkierDays implements ports.RideStore.

@@ -39,7 +39,7 @@ func TestQueriesUseIndexesNotSeqScan(t *testing.T) {
 	}{
 		{"UniqueSkiers", queryUniqueSkiers, []string{"rides_resort_day"}, []any{r.ResortID(), season, day}},
 		{"SkierDayVertical", querySkierDayVertical, []string{"rides_identity", "rides_skier_resort"}, []any{r.SkierID(), season, day, r.ResortID()}},
-		{"SkierSeasonVerticals", querySkierSeasonVerticals, []string{"rides_skier_resort"}, []any{r.SkierID(), r.ResortID()}},
+		{"SkierSeasonVerticals", querySkierSeasonVerticals, []string{"rides_skier_resort"}, []any{r.SkierID(), []int32{int32(r.ResortID()), int32(r.ResortID()) + 1}}},
 		{"SkierDays", querySkierDays, []string{"rides_identity"}, []any{r.SkierID(), season}},
 		{"SkierDayRides", querySkierDayRides, []string{"rides_identity"}, []any{r.SkierID(), season, day}},
 	}

@@ -98,9 +98,9 @@ SELECT coalesce(sum(lift_id), 0) FROM rides
 WHERE skier_id = $1 AND season_id = $2 AND day_id = $3 AND resort_id = $4`
 
 	querySkierSeasonVerticals = `
-SELECT season_id, sum(lift_id) FROM rides
-WHERE skier_id = $1 AND resort_id = $2
-GROUP BY season_id ORDER BY season_id`
+SELECT resort_id, season_id, sum(lift_id) FROM rides
+WHERE skier_id = $1 AND resort_id = ANY($2::integer[])
+GROUP BY resort_id, season_id ORDER BY resort_id, season_id`
 
 	querySkierDays = `
 SELECT DISTINCT day_id FROM rides
@@ -128,7 +128,7 @@ func (s *RideStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, 
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int, error) {
+func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	season, ok := seasonNumber(seasonID)
 	if !ok || domain.ValidateDayID(dayID) != nil {
 		return 0, nil
@@ -138,25 +138,33 @@ func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.Resort
 	if err != nil {
 		return 0, classify(ctx, fmt.Sprintf("postgres: vertical of skier %d at resort %d, season %s, day %d", skierID, resortID, seasonID, dayID), err)
 	}
-	return int(lifts) * domain.VerticalPerLift, nil
+	return lifts * domain.VerticalPerLift, nil
 }
 
 // SkierSeasonVerticals implements ports.RideStore.
-func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortID domain.ResortID) ([]domain.SeasonVertical, error) {
-	rows, err := s.pool.Query(ctx, querySkierSeasonVerticals, skierID, resortID)
+// One statement answers every resort asked for (resort_id = ANY), rows in
+// (resort, season) order, so each resort's seasons come out ascending.
+func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	ids := make([]int32, len(resortIDs))
+	for i, id := range resortIDs {
+		ids[i] = int32(id)
+	}
+	out := make(map[domain.ResortID][]domain.SeasonVertical, len(resortIDs))
+	rows, err := s.pool.Query(ctx, querySkierSeasonVerticals, skierID, ids)
 	if err == nil {
-		var out []domain.SeasonVertical
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SeasonVertical, error) {
-			var season int16
-			var lifts int64
-			err := row.Scan(&season, &lifts)
-			return domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: int(lifts) * domain.VerticalPerLift}, err
+		var resort int32
+		var season int16
+		var lifts int64
+		_, err = pgx.ForEachRow(rows, []any{&resort, &season, &lifts}, func() error {
+			id := domain.ResortID(resort)
+			out[id] = append(out[id], domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: lifts * domain.VerticalPerLift})
+			return nil
 		})
 		if err == nil {
 			return out, nil
 		}
 	}
-	return nil, classify(ctx, fmt.Sprintf("postgres: season verticals of skier %d at resort %d", skierID, resortID), err)
+	return nil, classify(ctx, fmt.Sprintf("postgres: season verticals of skier %d at %d resorts", skierID, len(resortIDs)), err)
 }
 
 // SkierDays implements ports.RideStore.

@@ -23,6 +23,8 @@ type Metrics struct {
 	writeLatency prometheus.Histogram
 	cache        *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
+	ridesRefused *prometheus.CounterVec // skidata_rides_rejected_total
+	ridesDropped *prometheus.CounterVec
 	breaker      prometheus.Gauge
 	capacity     *prometheus.CounterVec
 }
@@ -61,6 +63,12 @@ func New() *Metrics {
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_ingest_rejections_total", Help: "POSTs turned away on purpose, by reason (rate, queue_full, breaker_open).",
 		}, []string{"reason"}),
+		ridesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, queue_full, unavailable, not_found, canceled, error.",
+		}, []string{"reason"}),
+		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
+		}, []string{"reason"}),
 		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
@@ -69,7 +77,7 @@ func New() *Metrics {
 		}, []string{"op", "kind"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.breaker, m.capacity,
+		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -109,6 +117,14 @@ func (m *Metrics) CacheLookup(query string, hit bool) {
 
 // Rejected implements ports.Metrics.
 func (m *Metrics) Rejected(reason string) { m.rejections.WithLabelValues(reason).Inc() }
+
+// RideRejected implements ports.Metrics.
+func (m *Metrics) RideRejected(reason string) { m.ridesRefused.WithLabelValues(reason).Inc() }
+
+// RidesDropped implements ports.Metrics.
+func (m *Metrics) RidesDropped(reason string, n int) {
+	m.ridesDropped.WithLabelValues(reason).Add(float64(n))
+}
 
 // BreakerState implements ports.Metrics.
 func (m *Metrics) BreakerState(state string) {

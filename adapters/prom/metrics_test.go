@@ -19,6 +19,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.Rejected("rate")
 	m.BreakerState("open")
 	m.AddCapacity("BatchWriteItem", 0, 25)
+	m.RideRejected("not_found")
+	m.RidesDropped("shutdown", 5)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -34,6 +36,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_cache_lookups_total{query="skier_day_vertical",result="miss"} 1`,
 		`skidata_ingest_rejections_total{reason="rate"} 1`,
 		`skidata_publish_breaker_state 2`,
+		`skidata_rides_rejected_total{reason="not_found"} 1`,
+		`skidata_rides_dropped_total{reason="shutdown"} 5`,
 		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
 		`go_goroutines`,
 	} {

@@ -34,6 +34,7 @@ type Config struct {
 	AMQP            rabbitmq.Config
 	Persister       app.PersisterConfig
 	ShutdownTimeout time.Duration
+	HTTP            HTTPConfig
 	LogFormat       string
 	LogLevel        string
 	SeedDemo        bool
@@ -46,6 +47,25 @@ type Config struct {
 	CacheSize       int
 	Redis           redis.Config
 	PprofListen     string
+}
+
+// HTTPConfig bounds what one request and one connection may cost the HTTP
+// server, and how long requests get at shutdown.
+type HTTPConfig struct {
+	// ReadTimeout bounds reading a whole request, body included: a client
+	// that stalls mid-body is cut off after it.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers to
+	// the end of the answer.
+	WriteTimeout time.Duration
+	// HandlerTimeout is the deadline of each request's context: a request
+	// still waiting on the store or the queue then is answered 503. It is
+	// below WriteTimeout, so that the answer can still be written.
+	HandlerTimeout time.Duration
+	// ShutdownTimeout is how long requests in flight get to finish on
+	// SIGTERM before their connections are closed; the queue's drain then
+	// gets its own budget (Config.ShutdownTimeout).
+	ShutdownTimeout time.Duration
 }
 
 // Roles are what one process may do: everything, or one side of the queue.
@@ -72,6 +92,7 @@ func DefaultConfig() Config {
 		},
 		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
 		ShutdownTimeout: 30 * time.Second,
+		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second},
 		LogFormat:       "text",
 		LogLevel:        "info",
 		SeedDemo:        true,
@@ -104,7 +125,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
 	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a failing batch is retried before it goes back to the queue")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long to wait for requests to finish and the queue to drain")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, once HTTP has stopped, how long the queue gets to drain into the store")
+	fs.DurationVar(&c.HTTP.ShutdownTimeout, "http-shutdown-timeout", c.HTTP.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish before their connections are closed")
+	fs.DurationVar(&c.HTTP.ReadTimeout, "http-read-timeout", c.HTTP.ReadTimeout, "most time to read one request, body included (a client stalled mid-body is cut off)")
+	fs.DurationVar(&c.HTTP.WriteTimeout, "http-write-timeout", c.HTTP.WriteTimeout, "most time from the end of a request's headers to the end of its answer")
+	fs.DurationVar(&c.HTTP.HandlerTimeout, "http-handler-timeout", c.HTTP.HandlerTimeout, "deadline of each request's work; past it the answer is 503 (must be below --http-write-timeout)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
 	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
@@ -183,6 +208,17 @@ func (c Config) Validate() error {
 	}
 	if c.Persister.Linger <= 0 {
 		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"shutdown-timeout", c.ShutdownTimeout}, {"http-shutdown-timeout", c.HTTP.ShutdownTimeout}, {"http-read-timeout", c.HTTP.ReadTimeout}, {"http-write-timeout", c.HTTP.WriteTimeout}, {"http-handler-timeout", c.HTTP.HandlerTimeout}} {
+		if d.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %s", d.name, d.value)
+		}
+	}
+	if c.HTTP.HandlerTimeout >= c.HTTP.WriteTimeout {
+		return fmt.Errorf("--http-handler-timeout (%s) must be below --http-write-timeout (%s), so that a request past its deadline can still be answered", c.HTTP.HandlerTimeout, c.HTTP.WriteTimeout)
 	}
 	if c.QueueCapacity < 1 {
 		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)

@@ -104,3 +104,19 @@ func TestConfigRejectsAdmissionSettingsThatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPTimeoutsMustBePositiveAndLeaveTimeToAnswer(t *testing.T) {
+	c := DefaultConfig()
+	c.HTTP.HandlerTimeout = c.HTTP.WriteTimeout
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--http-handler-timeout") {
+		t.Errorf("handler timeout equal to the write timeout: %v; want a refusal naming --http-handler-timeout", err)
+	}
+	c = DefaultConfig()
+	c.HTTP.ReadTimeout = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--http-read-timeout must be positive") {
+		t.Errorf("zero read timeout: %v; want a refusal", err)
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("defaults refused: %v", err)
+	}
+}

@@ -2,10 +2,14 @@ package compose
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/skidata/skidata/adapters/redact"
 )
 
 // logRepeatsPerSecond is how many lines with the same level and message are
@@ -14,16 +18,60 @@ const logRepeatsPerSecond = 10
 
 // NewLogger returns the process logger in the configured format and level,
 // rate-limited so an error storm (a queue down under full load) cannot flood
-// the log: see limitRepeats.
-func NewLogger(cfg Config) *slog.Logger {
+// the log (see limitRepeats), with every secret masked (see maskSecrets).
+func NewLogger(cfg Config) *slog.Logger { return newLoggerTo(os.Stderr, cfg) }
+
+func newLoggerTo(w io.Writer, cfg Config) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated in Config.Validate
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: maskAttr}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		h = slog.NewJSONHandler(os.Stderr, opts)
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(limitRepeats(h, logRepeatsPerSecond, time.Now))
+	return slog.New(maskMessages{limitRepeats(h, logRepeatsPerSecond, time.Now)})
+}
+
+// maskAttr is the handlers' ReplaceAttr: every attribute value, in groups
+// too, is printed through redact.Secrets, so an adapter's error that quotes
+// a URL (the amqp and url parsers quote it whole) cannot put a password in
+// the log. Values are formatted as the handler would before masking.
+func maskAttr(_ []string, a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, redact.Secrets(v.String()))
+	case slog.KindAny:
+		var s string
+		if err, ok := v.Any().(error); ok {
+			s = err.Error()
+		} else {
+			s = fmt.Sprintf("%+v", v.Any())
+		}
+		return slog.String(a.Key, redact.Secrets(s))
+	}
+	return a
+}
+
+// maskMessages masks secrets in the message itself, which ReplaceAttr
+// does not see.
+type maskMessages struct{ slog.Handler }
+
+func (h maskMessages) Handle(ctx context.Context, r slog.Record) error {
+	if m := redact.Secrets(r.Message); m != r.Message {
+		nr := slog.NewRecord(r.Time, r.Level, m, r.PC)
+		r.Attrs(func(a slog.Attr) bool { nr.AddAttrs(a); return true })
+		r = nr
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h maskMessages) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return maskMessages{h.Handler.WithAttrs(attrs)}
+}
+
+func (h maskMessages) WithGroup(name string) slog.Handler {
+	return maskMessages{h.Handler.WithGroup(name)}
 }
 
 // limitRepeats wraps h so that at most perSecond records with the same level

@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -77,5 +78,28 @@ func TestLogLimitCountsLevelsSeparately(t *testing.T) {
 	log.Error("x")
 	if n := len(jsonLines(t, &buf)); n != 2 {
 		t.Errorf("one warn and one error with the same message wrote %d lines; want 2", n)
+	}
+}
+
+func TestLogsMaskPasswordsInMessagesAttributesErrorsAndGroups(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var buf bytes.Buffer
+		cfg := DefaultConfig()
+		cfg.LogFormat = format
+		log := newLoggerTo(&buf, cfg).With("broker", "amqp://u:attrs3cret@mq.internal:5672/")
+		log.Warn("dial redis://:msgs3cret@cache:6379/0 failed",
+			"err", errors.New(`parse "amqp://u:errs3cret@mq:bad/": invalid port`),
+			"url", "postgres://u:pa%zz/#?@db/x",
+			slog.Group("dep", "dsn", "host=db password=grps3cret"),
+			"any", struct{ URL string }{"redis://u:anys3cret@h/0"})
+		out := buf.String()
+		for _, pw := range []string{"attrs3cret", "msgs3cret", "errs3cret", "pa%zz", "grps3cret", "anys3cret"} {
+			if strings.Contains(out, pw) {
+				t.Errorf("%s log shows %q:\n%s", format, pw, out)
+			}
+		}
+		if !strings.Contains(out, "mq.internal") || !strings.Contains(out, "xxxxx") {
+			t.Errorf("%s log lost the masked context:\n%s", format, out)
+		}
 	}
 }

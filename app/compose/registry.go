@@ -81,7 +81,14 @@ type OpenQueue struct {
 // nil cache for "none".
 type CacheDriver struct {
 	Name string
-	Open func(ctx context.Context, env Env) (ports.Cache, func(), error)
+	Open func(ctx context.Context, env Env) (OpenCache, func(), error)
+}
+
+// OpenCache is an opened cache (nil: none) and its readiness check (zero
+// Check: the cache is in this process).
+type OpenCache struct {
+	Cache ports.Cache
+	Probe app.Probe
 }
 
 // StoreDrivers lists the stores: memory, PostgreSQL, then one per DynamoDB
@@ -99,7 +106,7 @@ var QueueDrivers = []QueueDriver{
 
 // CacheDrivers lists the caches.
 var CacheDrivers = []CacheDriver{
-	{Name: "none", Open: func(context.Context, Env) (ports.Cache, func(), error) { return nil, func() {}, nil }},
+	{Name: "none", Open: func(context.Context, Env) (OpenCache, func(), error) { return OpenCache{}, func() {}, nil }},
 	{Name: "memory", Open: openLRU},
 	{Name: "redis", Open: openRedis},
 }
@@ -275,18 +282,18 @@ func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
 	return OpenQueue{Queue: b, Probe: probe}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
 }
 
-func openLRU(_ context.Context, env Env) (ports.Cache, func(), error) {
+func openLRU(_ context.Context, env Env) (OpenCache, func(), error) {
 	c, err := lrucache.New(env.Config.CacheSize)
 	if err != nil {
-		return nil, nil, err
+		return OpenCache{}, nil, err
 	}
-	return c, func() {}, nil
+	return OpenCache{Cache: c}, func() {}, nil
 }
 
-func openRedis(ctx context.Context, env Env) (ports.Cache, func(), error) {
+func openRedis(ctx context.Context, env Env) (OpenCache, func(), error) {
 	c, err := redis.New(ctx, env.Config.Redis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--cache redis: %w", err)
+		return OpenCache{}, nil, fmt.Errorf("--cache redis: %w", err)
 	}
-	return c, func() { _ = c.Close() }, nil
+	return OpenCache{Cache: c, Probe: app.Probe{Name: "redis", Check: c.Ping}}, func() { _ = c.Close() }, nil
 }

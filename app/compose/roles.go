@@ -26,7 +26,7 @@ var commonSet = wire.NewSet(
 	newEnv,
 	provideStores, ridesOf, resortsOf, storeProbeOf,
 	provideQueue, queueOf, queueProbeOf, queueStatsOf,
-	provideCache,
+	provideCache, cacheOf, cacheProbeOf,
 	app.NewHealth,
 	app.NewEndpointStats,
 )
@@ -71,10 +71,14 @@ func queueProbeOf(q OpenQueue) app.QueueProbe { return app.QueueProbe(q.Probe) }
 func subscriberOf(q Queue) ports.Subscriber { return q }
 func queueStatsOf(q Queue) ports.QueueStats { return q }
 
-// provideCache returns the query cache --cache names; nil for none.
-func provideCache(ctx context.Context, env Env) (ports.Cache, func(), error) {
+// provideCache opens the query cache --cache names (a nil cache for none),
+// and its readiness check.
+func provideCache(ctx context.Context, env Env) (OpenCache, func(), error) {
 	return cacheDriver(env.Config.Cache).Open(ctx, env)
 }
+
+func cacheOf(c OpenCache) ports.Cache         { return c.Cache }
+func cacheProbeOf(c OpenCache) app.CacheProbe { return app.CacheProbe(c.Probe) }
 
 func admissionConfig(cfg Config) app.AdmissionConfig { return cfg.Admission }
 func cacheTTL(cfg Config) app.CacheTTL               { return app.CacheTTL(cfg.CacheTTL) }
@@ -109,26 +113,33 @@ func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *
 	return withMetricsEndpoint(httpapi.NewOpsHandler(h, st, log), pm)
 }
 
+// withMetricsEndpoint routes GET /metrics by hand rather than with a
+// ServeMux: a mux in front would redirect non-canonical paths ("/./x") with
+// a plain-text 3xx before the API's router could answer them in JSON.
 func withMetricsEndpoint(api http.Handler, pm *prom.Metrics) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", pm.Handler())
-	mux.Handle("/", api)
-	return mux
+	metrics := pm.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // The three roles' services: all (API and persister in one process), api
 // (publishes only) and consumer (persists only, and serves health,
 // readiness and metrics).
-func newAllService(cfg Config, log *slog.Logger, h apiHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats}
+func newAllService(cfg Config, log *slog.Logger, h apiHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats, metrics: m}
 }
 
-func newAPIService(cfg Config, log *slog.Logger, h apiHandler, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, stats: stats}
+func newAPIService(cfg Config, log *slog.Logger, h apiHandler, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, stats: stats, metrics: m}
 }
 
-func newConsumerService(cfg Config, log *slog.Logger, h opsHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats) *Service {
-	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats}
+func newConsumerService(cfg Config, log *slog.Logger, h opsHandler, p *app.Persister, sub ports.Subscriber, stats ports.QueueStats, m ports.Metrics) *Service {
+	return &Service{cfg: cfg, log: log, handler: h, persister: p, sub: sub, stats: stats, metrics: m}
 }
 
 // configuredRegion is the local environment's region: the flag's, or the

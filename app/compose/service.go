@@ -23,6 +23,7 @@ type Service struct {
 	persister *app.Persister   // nil in the api role
 	sub       ports.Subscriber // nil in the api role
 	stats     ports.QueueStats
+	metrics   ports.Metrics
 	pprofAddr atomic.Pointer[string]
 }
 
@@ -62,8 +63,11 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve runs the role's parts on ln until ctx ends, then shuts down in order:
-// stop taking requests, let the persister drain every accepted ride, return.
+// Serve runs the role's parts on ln until ctx ends, then shuts down in two
+// budgets: HTTP first (requests in flight get --http-shutdown-timeout, then
+// their connections are closed), then the queue (the persister gets
+// --shutdown-timeout to store every accepted ride). The budgets are separate
+// so that a client stalled mid-body cannot use up the drain's time.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.PprofListen != "" {
 		addr, stopPprof, err := startPprof(s.cfg.PprofListen)
@@ -82,7 +86,13 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if s.persister != nil {
 		go func() { persisterDone <- s.persister.Run(hardCtx) }()
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{
+		Handler:           withDeadline(s.handler, s.cfg.HTTP.HandlerTimeout),
+		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTP.ReadTimeout),
+		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
+		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+	}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue)
@@ -98,11 +108,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		persisterDone <- nil
 	}
 
+	httpCtx, cancelHTTP := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HTTP.ShutdownTimeout)
+	if err := srv.Shutdown(httpCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Warn("requests still running at the end of the HTTP shutdown budget; closing their connections", "budget", s.cfg.HTTP.ShutdownTimeout, "err", err)
+		_ = srv.Close()
+	}
+	cancelHTTP()
+
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.log.Warn("http shutdown incomplete", "err", err)
-	}
 	if s.persister != nil {
 		if err := s.sub.Close(); err != nil {
 			s.log.Warn("closing the subscriber", "err", err)
@@ -120,10 +134,23 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			hardStop()
 			<-persisterDone
 			depth, _ := s.stats.Depth(context.Background())
+			if depth > 0 {
+				s.metrics.RidesDropped("shutdown", int(depth))
+			}
 			s.log.Error("shutdown deadline passed before the queue drained", "rides_left", depth)
 		}
 	}
 	return runErr
+}
+
+// withDeadline gives every request's context the handler timeout: the
+// store and queue calls honour it, and a request past it is answered 503.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // PprofAddr is the address pprof listens on once Serve has started it, or ""

@@ -37,8 +37,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run returns the exit code: 0 done, 1 failed, 2 bad usage.
+// run returns the exit code: 0 done, 1 failed, 2 bad usage. Everything it
+// prints goes through redact.Secrets: errors from a driver (an amqp URL
+// that does not parse is quoted whole), the flag package's own messages and
+// the usage's defaults can all hold a URL with a password.
 func run(args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = maskedWriter{stdout}, maskedWriter{stderr}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -124,8 +128,20 @@ Flags (each also read from the environment variable shown):
 	cfg.RegisterFlags(fs)
 	fs.VisitAll(func(f *flag.Flag) {
 		name, help := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n        %s (default %q, env %s)\n", f.Name, name, help, f.DefValue, compose.EnvName(f.Name))
+		fmt.Fprintf(w, "  --%s %s\n        %s (default %q, env %s)\n", f.Name, name, help, compose.MaskSecrets(f.DefValue), compose.EnvName(f.Name))
 	})
+}
+
+// maskedWriter masks secrets in what is written through it. Every print in
+// this command (and in the flag package) writes whole lines, so a URL is
+// never split across two writes.
+type maskedWriter struct{ w io.Writer }
+
+func (m maskedWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(m.w, compose.MaskSecrets(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // parseConfig reads the flags every command shares; ok false means return

@@ -50,6 +50,9 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 	if !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 1`) {
 		t.Error("/metrics does not count the rate rejection")
 	}
+	if !strings.Contains(metrics, `skidata_rides_rejected_total{reason="rate"} 1`) {
+		t.Error("/metrics does not count the refused ride in skidata_rides_rejected_total")
+	}
 }
 
 // heldConfig keeps every accepted ride in the persister's unfinished batch,
@@ -79,7 +82,7 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 		if r.Status != http.StatusServiceUnavailable {
 			return fmt.Sprintf("status %d", r.Status)
 		}
-		expectShed(t, r, http.StatusServiceUnavailable, "ceiling")
+		expectShed(t, r, http.StatusServiceUnavailable, "the ride queue cannot take the ride now; retry after")
 		return ""
 	})
 }
@@ -99,12 +102,16 @@ func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
 			t.Fatalf("ride into a full queue: %d %s; want 503", r.Status, r.Body)
 		}
 	}
-	expectShed(t, sendRide(t, base, 1, 1, 20), http.StatusServiceUnavailable, "paused")
+	expectShed(t, sendRide(t, base, 1, 1, 20), http.StatusServiceUnavailable, "the ride queue cannot take the ride now; retry after") // the breaker; the metrics tell it apart
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
 	for _, want := range []string{
 		"skidata_publish_breaker_state 2",
 		`skidata_ingest_rejections_total{reason="breaker_open"} 1`,
 		"skidata_publish_failures_total 3",
+		// Every ride the edge refused, by reason: three publish failures
+		// and one refusal of the open breaker are four rides the queue
+		// could not take.
+		`skidata_rides_rejected_total{reason="unavailable"} 4`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

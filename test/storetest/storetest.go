@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -70,6 +71,7 @@ func Run(t *testing.T, newStore NewRideStore, opts Options) {
 		{"SkierDayVerticalSumsOneResortOneDay", testSkierDayVertical},
 		{"UniqueSkiersCountsDistinctSkiers", testUniqueSkiers},
 		{"SkierSeasonVerticalsPerSeasonAscending", testSeasonVerticals},
+		{"SkierSeasonVerticalsOfSeveralResortsInOneCall", testSeasonVerticalsSeveralResorts},
 		{"SkierDaysAcrossResorts", testSkierDays},
 		{"SkierDayRidesSortedByTime", testSkierDayRides},
 		{"DuplicateWithinBatchCountsOnce", testDuplicateInBatch},
@@ -94,7 +96,7 @@ func testEmpty(t *testing.T, s ports.RideStore) {
 	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 7); err != nil || v != 0 {
 		t.Errorf("SkierDayVertical on empty store = %d, %v; want 0, nil", v, err)
 	}
-	if sv, err := s.SkierSeasonVerticals(c, 7, 1); err != nil || len(sv) != 0 {
+	if sv, err := s.SkierSeasonVerticals(c, 7, []domain.ResortID{1, 2}); err != nil || len(sv) != 0 {
 		t.Errorf("SkierSeasonVerticals on empty store = %v, %v; want none", sv, err)
 	}
 	if d, err := s.SkierDays(c, 7, "2024"); err != nil || len(d) != 0 {
@@ -164,13 +166,43 @@ func testSeasonVerticals(t *testing.T, s ports.RideStore) {
 		ride(t, 2, "2024", 9, 9, 6, 10), // other resort
 		ride(t, 1, "2024", 9, 8, 6, 10), // other skier
 	)
-	got, err := s.SkierSeasonVerticals(ctx(t), 9, 1)
+	got, err := s.SkierSeasonVerticals(ctx(t), 9, []domain.ResortID{1})
 	if err != nil {
 		t.Fatalf("SkierSeasonVerticals: %v", err)
 	}
 	want := []domain.SeasonVertical{{SeasonID: "2023", TotalVert: 10}, {SeasonID: "2024", TotalVert: 100}, {SeasonID: "2025", TotalVert: 50}}
-	if !slices.Equal(got, want) {
-		t.Errorf("SkierSeasonVerticals(9, 1) = %v; want %v", got, want)
+	if len(got) != 1 || !slices.Equal(got[1], want) {
+		t.Errorf("SkierSeasonVerticals(9, [1]) = %v; want only resort 1: %v", got, want)
+	}
+}
+
+// testSeasonVerticalsSeveralResorts asks for several resorts at once: the
+// answer holds each asked-for resort with rides, per season, and nothing of
+// the resorts not asked for.
+func testSeasonVerticalsSeveralResorts(t *testing.T, s ports.RideStore) {
+	add(t, s,
+		ride(t, 1, "2024", 1, 9, 1, 2),   // 20
+		ride(t, 1, "2025", 1, 9, 1, 3),   // 30
+		ride(t, 3, "2024", 2, 9, 1, 4),   // 40
+		ride(t, 3, "2024", 3, 9, 1, 5),   // 50
+		ride(t, 2, "2024", 9, 9, 6, 10),  // not asked for
+		ride(t, 3, "2024", 9, 8, 6, 10),  // other skier
+		ride(t, 7, "2023", 9, 9, 6, 100), // not asked for
+	)
+	got, err := s.SkierSeasonVerticals(ctx(t), 9, []domain.ResortID{3, 1, 5})
+	if err != nil {
+		t.Fatalf("SkierSeasonVerticals: %v", err)
+	}
+	want := map[domain.ResortID][]domain.SeasonVertical{
+		1: {{SeasonID: "2024", TotalVert: 20}, {SeasonID: "2025", TotalVert: 30}},
+		3: {{SeasonID: "2024", TotalVert: 90}},
+	}
+	if len(got[5]) != 0 {
+		t.Errorf("resort 5 has no rides of skier 9 but got %v", got[5])
+	}
+	delete(got, 5)
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("SkierSeasonVerticals(9, [3 1 5]) = %v; want %v", got, want)
 	}
 }
 
@@ -238,7 +270,7 @@ func testBatchTwice(t *testing.T, s ports.RideStore) {
 	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 6); err != nil || v != 80 {
 		t.Errorf("vertical after a redelivered batch = %d, %v; want 80", v, err)
 	}
-	if sv, err := s.SkierSeasonVerticals(c, 6, 1); err != nil || !slices.Equal(sv, []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
+	if sv, err := s.SkierSeasonVerticals(c, 6, []domain.ResortID{1}); err != nil || !slices.Equal(sv[1], []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
 		t.Errorf("season totals after a redelivered batch = %v, %v; want [{2024 80}]", sv, err)
 	}
 }
@@ -254,11 +286,11 @@ func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
 type model struct {
 	rides   map[domain.LiftRide]bool
 	skiers  map[[3]string]map[domain.SkierID]bool // resort, season, day
-	dayVert map[string]int
+	dayVert map[string]int64
 }
 
 func newModel(rides []domain.LiftRide) model {
-	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[domain.SkierID]bool{}, dayVert: map[string]int{}}
+	m := model{rides: map[domain.LiftRide]bool{}, skiers: map[[3]string]map[domain.SkierID]bool{}, dayVert: map[string]int64{}}
 	for _, r := range rides {
 		if m.rides[r] {
 			continue
@@ -269,7 +301,7 @@ func newModel(rides []domain.LiftRide) model {
 			m.skiers[k] = map[domain.SkierID]bool{}
 		}
 		m.skiers[k][r.SkierID()] = true
-		m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())] += r.Vertical()
+		m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())] += int64(r.Vertical())
 	}
 	return m
 }

@@ -46,23 +46,33 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// LiftRide time and liftID are both required (enforced by the server with a 400)
+// LiftRide time and liftID are both required, and no other field is allowed. The
+// body must be exactly one JSON object, its field names spelled exactly
+// as here (case matters). A ride outside the bounds, a missing or
+// unknown field, or trailing data after the object gets a 400.
 type LiftRide struct {
-	// LiftID Example: 21
+	// LiftID the lift, 1 to 1000; the ride's vertical is liftID × 10 metres
+	//
+	// Example: 21
 	LiftID *int32 `json:"liftID,omitempty"`
 
-	// Time Example: 217
+	// Time the minute of the day the ride started, 0 (midnight) to 1439 (23:59)
+	//
+	// Example: 217
 	Time *int32 `json:"time,omitempty"`
 }
 
 // Readiness defines model for Readiness.
 type Readiness struct {
+	// Checks each dependency's state; why one is unavailable is in the server log
 	Checks map[string]string `json:"checks"`
 
 	// QueueDepth rides accepted but not yet stored
 	QueueDepth int64 `json:"queueDepth"`
 
-	// Status Example: ok
+	// Status ok; degraded (still serving, an optional dependency such as the Redis cache is down; 200); unavailable (503)
+	//
+	// Example: ok
 	Status string `json:"status"`
 }
 
@@ -88,7 +98,8 @@ type ResortsList struct {
 	Resorts []ResortEntry `json:"resorts"`
 }
 
-// ResponseMsg defines model for ResponseMsg.
+// ResponseMsg Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type ResponseMsg struct {
 	Message string `json:"message"`
 }
@@ -107,7 +118,7 @@ type SeasonVertical struct {
 	SeasonID string `json:"seasonID"`
 
 	// TotalVert Example: 13837
-	TotalVert int32 `json:"totalVert"`
+	TotalVert int64 `json:"totalVert"`
 }
 
 // SeasonsList defines model for SeasonsList.
@@ -121,7 +132,7 @@ type SkierDayRides struct {
 	Rides     []RideOfDay `json:"rides"`
 	SeasonID  string      `json:"seasonID"`
 	SkierID   int32       `json:"skierID"`
-	TotalVert int         `json:"totalVert"`
+	TotalVert int64       `json:"totalVert"`
 }
 
 // SkierSeasonDays defines model for SkierSeasonDays.
@@ -149,19 +160,24 @@ type SeasonIDStringPath = string
 // SkierIDPath defines model for SkierIDPath.
 type SkierIDPath = int32
 
-// BadRequest defines model for BadRequest.
+// BadRequest Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type BadRequest = ResponseMsg
 
-// NotFound defines model for NotFound.
+// NotFound Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type NotFound = ResponseMsg
 
-// Overloaded defines model for Overloaded.
+// Overloaded Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Overloaded = ResponseMsg
 
-// TooLarge defines model for TooLarge.
+// TooLarge Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type TooLarge = ResponseMsg
 
-// Unavailable defines model for Unavailable.
+// Unavailable Every error's body. The message says what the client can do; it never
+// names hosts, URLs, tables or driver errors (those are in the server log).
 type Unavailable = ResponseMsg
 
 // AddSeasonJSONBody defines parameters for AddSeason.
@@ -172,10 +188,13 @@ type AddSeasonJSONBody struct {
 
 // GetSkierResortTotalsParams defines parameters for GetSkierResortTotals.
 type GetSkierResortTotalsParams struct {
-	// Resort resort to filter by (repeat for several)
+	// Resort resort to filter by (repeat for several). At most 20 distinct
+	// values (repeats count once; more is a 400); every resort must
+	// exist (an unknown one is a 404 naming it).
 	Resort []string `form:"resort" json:"resort"`
 
-	// Season season to filter by, optional (repeat for several)
+	// Season season to filter by, optional (repeat for several). At most 20
+	// distinct values (repeats count once; more is a 400).
 	Season *[]string `form:"season,omitempty" json:"season,omitempty"`
 }
 
@@ -1630,7 +1649,7 @@ type GetSkierDayVerticalResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *int32
+	JSON200 *int64
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -1638,7 +1657,7 @@ type GetSkierDayVerticalResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetSkierDayVerticalResponse) GetJSON200() *int32 {
+func (r GetSkierDayVerticalResponse) GetJSON200() *int64 {
 	return r.JSON200
 }
 
@@ -2345,7 +2364,7 @@ func ParseGetSkierDayVerticalResponse(rsp *http.Response) (*GetSkierDayVerticalR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest int32
+		var dest int64
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -109,7 +109,7 @@ func Ask(ctx context.Context, s ports.RideStore, q Query) (string, error) {
 	case KindDayVertical:
 		v, err = s.SkierDayVertical(ctx, q.Resort, q.Season, q.Day, q.Skier)
 	case KindSeasonVertical:
-		v, err = s.SkierSeasonVerticals(ctx, q.Skier, q.Resort)
+		v, err = s.SkierSeasonVerticals(ctx, q.Skier, []domain.ResortID{q.Resort})
 	case KindSkierDays:
 		v, err = s.SkierDays(ctx, q.Skier, q.Season)
 	case KindDayRides:

@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/skidata/skidata/domain"
+)
+
+// The generated strict handler decodes a body with encoding/json, which
+// matches field names case-insensitively, ignores unknown fields and stops
+// after the first value: {"TIME":3,"LIFTID":4} was a ride, and of
+// {"time":1,"liftID":2}{"time":5,"liftID":9} the second ride was silently
+// dropped. strictBodies checks every body the spec declares before the
+// generated code sees it, without editing that code: the body must be
+// exactly one JSON object whose field names are spelled as in the spec, each
+// at most once. Value types are left to the generated decoder, whose
+// messages name the field.
+
+// bodyRules lists, per route pattern ("POST /resorts/{resortID}/seasons",
+// as the router reports it in Request.Pattern), the field names the spec
+// allows in the route's JSON body, sorted. It reads the embedded spec, so a
+// new operation with a body is covered without a change here.
+func bodyRules() (map[string][]string, error) {
+	spec, err := GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("read the embedded spec: %w", err)
+	}
+	rules := map[string][]string{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			media := op.RequestBody.Value.Content.Get("application/json")
+			if media == nil || media.Schema == nil || media.Schema.Value == nil {
+				continue
+			}
+			fields := make([]string, 0, len(media.Schema.Value.Properties))
+			for name := range media.Schema.Value.Properties {
+				fields = append(fields, name)
+			}
+			slices.Sort(fields)
+			rules[method+" "+path] = fields
+		}
+	}
+	return rules, nil
+}
+
+// strictBodies is the router middleware that applies rules. A body it
+// accepts is handed on unchanged.
+func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fields, ok := rules[r.Pattern]
+			if !ok || r.Body == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			b, err := io.ReadAll(r.Body)
+			if err == nil {
+				err = checkBody(b, fields)
+			}
+			if err != nil {
+				var de *domain.Error
+				if errors.As(err, &de) {
+					writeJSONError(w, statusOf(err), de.Msg)
+				} else {
+					errs.requestError(w, r, err)
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// checkBody walks the body's top level token by token. Malformed JSON comes
+// back as the decoder's error (for requestError to word); a body that is
+// JSON but breaks a rule is a domain.ErrInvalid saying which.
+func checkBody(b []byte, fields []string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err // io.EOF: no body at all
+	}
+	err = checkObject(dec, tok, fields)
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF // the object began but did not end
+	}
+	return err
+}
+
+func checkObject(dec *json.Decoder, tok json.Token, fields []string) error {
+	shape := "a JSON object with the fields " + quoted(fields)
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return domain.Invalid("request body must be %s", shape)
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string) // the decoder only yields strings as keys
+		if _, found := slices.BinarySearch(fields, name); !found {
+			return domain.Invalid("field %q is not in the spec: the body is %s (names are case-sensitive)", name, shape)
+		}
+		if seen[name] {
+			return domain.Invalid("field %q appears twice; send it once", name)
+		}
+		seen[name] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return domain.Invalid("request body must be exactly one JSON object, with nothing after it; send one request per ride")
+	}
+	return nil
+}
+
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

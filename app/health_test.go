@@ -1,0 +1,67 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+type depthFunc func(context.Context) (int64, error)
+
+func (f depthFunc) Depth(ctx context.Context) (int64, error) { return f(ctx) }
+
+func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
+	var logs bytes.Buffer
+	cause := errors.New("dial tcp 10.0.7.12:5432: password authentication failed for user skidata (postgres://skidata:hunter2@db.internal:5432/rides)")
+	h := NewHealth(
+		StoreProbe{Name: "postgres", Check: func(context.Context) error { return cause }},
+		QueueProbe{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
+		CacheProbe{},
+		depthFunc(func(context.Context) (int64, error) {
+			return 0, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
+		}),
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	r := h.Ready(context.Background())
+	if r.Ready {
+		t.Error("ready with the store down")
+	}
+	want := map[string]string{"postgres": "unavailable", "rabbitmq": "ok", "queue-depth": "unavailable"}
+	for dep, state := range want {
+		if r.Checks[dep] != state {
+			t.Errorf("check %s = %q; want %q", dep, r.Checks[dep], state)
+		}
+	}
+	for dep, state := range r.Checks {
+		for _, internal := range []string{"10.0.7.12", "hunter2", "db.internal", "mq.internal", "://", "password"} {
+			if strings.Contains(state, internal) {
+				t.Errorf("check %s = %q names %q", dep, state, internal)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "db.internal") || !strings.Contains(logs.String(), "mq.internal") {
+		t.Errorf("the causes are not in the log:\n%s", logs.String())
+	}
+}
+
+func TestReadinessWithTheCacheDownIsDegradedNotUnavailable(t *testing.T) {
+	var logs bytes.Buffer
+	h := NewHealth(
+		StoreProbe{Name: "postgres", Check: func(context.Context) error { return nil }},
+		QueueProbe{},
+		CacheProbe{Name: "redis", Check: func(context.Context) error { return errors.New("redis at cache.internal:6379 does not answer") }},
+		depthFunc(func(context.Context) (int64, error) { return 3, nil }),
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	r := h.Ready(context.Background())
+	if !r.Ready || !r.Degraded {
+		t.Errorf("ready %v, degraded %v; want ready (queries fall back to the store) but degraded", r.Ready, r.Degraded)
+	}
+	if r.Checks["redis"] != CheckUnavailable || r.Checks["postgres"] != CheckOK || r.QueueDepth != 3 {
+		t.Errorf("readiness = %+v; want redis unavailable, postgres ok, depth 3", r)
+	}
+	if !strings.Contains(logs.String(), "cache.internal") {
+		t.Errorf("the cause is not in the log:\n%s", logs.String())
+	}
+}

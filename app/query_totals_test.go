@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+func TestSkierResortTotalsAsksTheStoreOncePerRequest(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{vert: 100}
+	q := newCachedQuery(t, store, nil, ports.NopMetrics{})
+	resorts := []domain.ResortID{3, 1, 5, 1, 2, 9, 10, 4}
+	got, err := q.SkierResortTotals(ctx, 9, resorts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.n(querySkierSeason); n != 1 {
+		t.Errorf("%d store calls for one request naming %d resorts; want 1", n, len(resorts))
+	}
+	if want := []domain.ResortID{1, 2, 3, 4, 5, 9, 10}; len(store.asked) != 1 || !slices.Equal(slices.Sorted(slices.Values(store.asked[0])), want) {
+		t.Errorf("the store was asked for %v; want once, for the distinct resorts %v", store.asked, want)
+	}
+	if len(got) != 1 || got[0].TotalVert != 700 {
+		t.Errorf("totals = %v; want 2024: 7 × 100", got)
+	}
+}
+
+func TestSkierResortTotalsAsksTheStoreOnlyForResortsNotCached(t *testing.T) {
+	ctx := context.Background()
+	store, cache := &countingStore{vert: 100}, newMapCache()
+	q := newCachedQuery(t, store, cache, &cacheMetrics{})
+	if _, err := q.SkierResortTotals(ctx, 9, []domain.ResortID{1, 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.SkierResortTotals(ctx, 9, []domain.ResortID{1, 2, 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.SkierResortTotals(ctx, 9, []domain.ResortID{3, 2, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]domain.ResortID{{1, 2}, {3}}
+	if !slices.EqualFunc(store.asked, want, slices.Equal) {
+		t.Errorf("store asked for %v; want %v (each resort once, then the cache)", store.asked, want)
+	}
+}
+
+func TestSkierResortTotalsUnknownResortIsNotFoundByName(t *testing.T) {
+	q := newCachedQuery(t, &countingStore{vert: 100}, nil, ports.NopMetrics{})
+	_, err := q.SkierResortTotals(context.Background(), 9, []domain.ResortID{1, 99999}, nil)
+	if !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), "resort 99999 does not exist") {
+		t.Errorf("err = %v; want ErrNotFound naming resort 99999", err)
+	}
+}
+
+func TestSkierResortTotalsCapsDistinctResortsAndSeasons(t *testing.T) {
+	store := &countingStore{vert: 100}
+	q := newCachedQuery(t, store, nil, ports.NopMetrics{})
+	many := func(n int) []domain.ResortID {
+		out := make([]domain.ResortID, n)
+		for i := range out {
+			out[i] = domain.ResortID(i%10 + 1)
+		}
+		return out
+	}
+	// Repeats do not count against the cap: 10,000 values naming the ten
+	// demo resorts are ten resorts.
+	if _, err := q.SkierResortTotals(context.Background(), 9, many(10_000), nil); err != nil {
+		t.Errorf("10,000 repeats of 10 resorts: %v; want an answer", err)
+	}
+	over := make([]domain.ResortID, MaxTotalsResorts+1)
+	for i := range over {
+		over[i] = domain.ResortID(i + 1)
+	}
+	_, err := q.SkierResortTotals(context.Background(), 9, over, nil)
+	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxTotalsResorts)) {
+		t.Errorf("%d distinct resorts: err = %v; want ErrInvalid stating the cap", len(over), err)
+	}
+	seasons := make([]string, MaxTotalsSeasons+1)
+	for i := range seasons {
+		seasons[i] = fmt.Sprint(2000 + i)
+	}
+	_, err = q.SkierResortTotals(context.Background(), 9, []domain.ResortID{1}, seasons)
+	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxTotalsSeasons)) {
+		t.Errorf("%d distinct seasons: err = %v; want ErrInvalid stating the cap", len(seasons), err)
+	}
+	if n := store.n(querySkierSeason); n != 1 {
+		t.Errorf("%d store calls; want 1 (requests over the cap cost nothing)", n)
+	}
+}

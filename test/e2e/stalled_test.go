@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/app/compose"
+)
+
+// TestStalledClientDoesNotCostAcceptedRides is issue 14's case: one client
+// stalled mid-body used to hold the HTTP shutdown for the whole
+// --shutdown-timeout, after which the persister was stopped with accepted
+// rides still queued. HTTP now stops within its own budget (closing the
+// straggler), and the queue drains within another: every ride answered 201
+// is stored when Serve returns.
+func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
+	cfg := heldInBatch(compose.DefaultConfig())
+	cfg.ShutdownTimeout = 2 * time.Second
+	cfg.HTTP.ShutdownTimeout = 300 * time.Millisecond
+	cfg.HTTP.ReadTimeout = time.Minute // the stall must outlive the HTTP budget
+	svc, base, cancel, done := serveUntilCancel(t, cfg)
+
+	var accepted int64
+	for i := range 200 {
+		resp, err := http.Post(fmt.Sprintf("%s/skiers/1/seasons/2024/days/2/skiers/%d", base, i+1), "application/json", strings.NewReader(`{"time":1,"liftID":2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusCreated {
+			accepted++
+		}
+	}
+	// The straggler: headers and half a body, then nothing. Whether or not
+	// its handler has started when the shutdown begins, HTTP shutdown
+	// waits for it (an active or a fresh connection is not idle).
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if _, err := fmt.Fprintf(stalled, "POST /skiers/1/seasons/2024/days/2/skiers/999 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"time\":1,"); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Stored() != 0 {
+		t.Fatalf("persister wrote %d rides before shutdown; the test needs them held in the batch", svc.Stored())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("service did not stop")
+	}
+	if got := svc.Stored(); got != accepted || accepted != 200 {
+		t.Errorf("after shutdown %d rides stored, %d answered 201 (of 200); want every accepted ride stored", got, accepted)
+	}
+}
+
+// heldInBatch makes the persister hold every ride in one unfinished batch
+// (long linger, huge batch) until the shutdown's drain.
+func heldInBatch(cfg compose.Config) compose.Config {
+	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.Linger = time.Hour
+	return cfg
+}
+
+// serveUntilCancel builds the service and serves it on a loopback port;
+// cancel stops it as SIGTERM would, and done reports what Serve returned.
+func serveUntilCancel(t *testing.T, cfg compose.Config) (svc *compose.Service, base string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	svc, cleanup, err := compose.Build(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln) }()
+	return svc, "http://" + ln.Addr().String(), cancel, served
+}
