@@ -111,7 +111,7 @@ func TestAMQPSWithTheBrokersCA(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url := setup(t)
 			p := startSkiapi(t, "skiapi-amqps", bin, append([]string{"--amqp-url", url, "--amqp-prefix", prefix + "." + strings.ReplaceAll(name, " ", "")}, flags...)...)
-			r := rolesRide{skier: 7400, time: int(time.Now().UnixNano() % 1e6), lift: 3}
+			r := rolesRide{skier: 7400, time: int(time.Now().UnixNano() % 1440), lift: 3}
 			if code, err := postRide(p.base, r); err != nil || code != http.StatusCreated {
 				t.Fatalf("POST over amqps: %d, %v; want 201", code, err)
 			}

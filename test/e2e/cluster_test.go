@@ -243,7 +243,7 @@ func leaderNodeLoss(t *testing.T, how string) {
 					})
 				}
 				after := stopped.Load()
-				o := postRideFull(client, api.base, rolesRide{skier: 7300 + i%50, time: i, lift: 1 + i%40})
+				o := postRideFull(client, api.base, rolesRide{skier: 7300 + i%50, time: (i / 50) % 1440, lift: 1 + i%40})
 				o.afterStop = after
 				if after {
 					sentAfter.Add(1)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -160,7 +161,9 @@ type rolesRide struct{ skier, time, lift int }
 func rolesRides(n int) []rolesRide {
 	rs := make([]rolesRide, n)
 	for i := range rs {
-		rs[i] = rolesRide{skier: 7100 + i%5, time: i, lift: 1 + i%40}
+		// time is a minute of the day (0..1439): distinct per skier while
+		// n < 5 × 1440
+		rs[i] = rolesRide{skier: 7100 + i%5, time: (i / 5) % 1440, lift: 1 + i%40}
 	}
 	return rs
 }
@@ -212,7 +215,7 @@ func storedRides(t *testing.T, base string, skiers []int) ([]rolesRide, error) {
 
 func sortRides(rs []rolesRide) []rolesRide {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b rolesRide) int { return a.time - b.time })
+	slices.SortFunc(rs, func(a, b rolesRide) int { return cmp.Or(a.time-b.time, a.skier-b.skier, a.lift-b.lift) })
 	return rs
 }
 
