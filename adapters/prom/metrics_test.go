@@ -18,7 +18,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.CacheLookup("skier_day_vertical", false)
 	m.Rejected("rate")
 	m.BreakerState("open")
-	m.AddCapacity("BatchWriteItem", 0, 25)
+	m.AddCapacity("skierTable", "AddRides", 0, 25)
+	m.StoreThrottled("skierTable", "BatchWriteItem")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -34,7 +35,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_cache_lookups_total{query="skier_day_vertical",result="miss"} 1`,
 		`skidata_ingest_rejections_total{reason="rate"} 1`,
 		`skidata_publish_breaker_state 2`,
-		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
+		`skidata_store_capacity_units_total{kind="write",op="AddRides",table="skierTable"} 25`,
+		`skidata_store_throttled_total{operation="BatchWriteItem",table="skierTable"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
