@@ -65,7 +65,7 @@ type DynamoConfig struct {
 
 // The choices a Config may name.
 var (
-	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters"}
+	Stores = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters", "dynamo-sharded"}
 	Queues = []string{"inproc", "rabbitmq"}
 	Roles  = []string{"all", "api", "consumer"}
 	Caches = []string{"none", "memory", "redis"}

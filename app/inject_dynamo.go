@@ -60,8 +60,10 @@ func provideDynamoAPI(ctx context.Context, cfg Config) (dynamo.API, error) {
 	return client, nil
 }
 
-func provideDynamoRideStore(api dynamo.API, cfg Config) (ports.RideStore, error) {
-	return dynamo.NewRideStore(api, dynamoConfig(cfg))
+func provideDynamoRideStore(api dynamo.API, cfg Config, m ports.Metrics) (ports.RideStore, error) {
+	dc := dynamoConfig(cfg)
+	dc.Metrics = m // consumed capacity and throttles, by table
+	return dynamo.NewRideStore(api, dc)
 }
 
 func provideDynamoResortStore(api dynamo.API, cfg Config) *dynamo.ResortStore {

@@ -29,12 +29,12 @@ type Profile struct {
 // Profiles are the deployment profiles --profile / SKI_PROFILE accept.
 var Profiles = map[string]Profile{
 	// ec2 is the AWS layout of docs/operations.md: API and consumer
-	// instances sharing a RabbitMQ broker, rides in DynamoDB (adopted
+	// instances sharing a RabbitMQ broker, rides in DynamoDB (sharded
 	// model), credentials from the instance role, JSON logs for the
 	// journal and CloudWatch. The role comes from SKI_ROLE.
 	"ec2": {
 		Defaults: map[string]string{
-			"store":      "dynamo-adopted",
+			"store":      "dynamo-sharded",
 			"queue":      "rabbitmq",
 			"log-format": "json",
 		},

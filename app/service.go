@@ -41,7 +41,7 @@ func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 		return initMemory(ctx, cfg)
 	case "postgres":
 		return initPostgres(ctx, cfg)
-	case "dynamo-adopted", "dynamo-abandoned", "dynamo-counters":
+	case "dynamo-adopted", "dynamo-abandoned", "dynamo-counters", "dynamo-sharded":
 		return initDynamo(ctx, cfg)
 	default:
 		return nil, nil, fmt.Errorf("store %q is not built into this binary", cfg.Store)

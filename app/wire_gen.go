@@ -130,7 +130,7 @@ func initDynamo(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueStats := queueStatsOf(appQueueAdapter)
 	appAdmissionConfig := admissionConfig(cfg)
 	admission, cleanup2 := NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
-	rideStore, err := provideDynamoRideStore(api, cfg)
+	rideStore, err := provideDynamoRideStore(api, cfg, metrics)
 	if err != nil {
 		cleanup2()
 		cleanup()

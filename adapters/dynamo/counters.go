@@ -216,17 +216,13 @@ func (s *CountersStore) addGroupToSkierDay(ctx context.Context, d skierDay, ride
 func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []domain.LiftRide) (bool, error) {
 	keys := make([]string, len(rides))
 	vert := 0
-	var cond expression.ConditionBuilder
+	conds := make([]expression.ConditionBuilder, len(rides))
 	for i, r := range rides {
 		keys[i] = rideKey(r)
 		vert += r.Vertical()
-		c := expression.Not(expression.Name(attrRideKeys).Contains(keys[i]))
-		if i == 0 {
-			cond = c
-		} else {
-			cond = expression.And(cond, c)
-		}
+		conds[i] = expression.Not(expression.Name(attrRideKeys).Contains(keys[i]))
 	}
+	cond := allOf(conds)
 	update := expression.
 		Set(expression.Name(attrResortID), expression.Value(d.resort)).
 		Set(expression.Name(attrSeasonID), expression.Value(d.season)).
@@ -302,16 +298,12 @@ func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) er
 // at all.
 func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skiers []int32) error {
 	ids := make([]string, len(skiers))
-	var cond expression.ConditionBuilder
+	conds := make([]expression.ConditionBuilder, len(skiers))
 	for i, sk := range skiers {
 		ids[i] = strconv.Itoa(int(sk))
-		c := expression.Not(expression.Name(attrSkiers).Contains(types.AttributeValueMemberN{Value: ids[i]}))
-		if i == 0 {
-			cond = c
-		} else {
-			cond = expression.And(cond, c)
-		}
+		conds[i] = expression.Not(expression.Name(attrSkiers).Contains(types.AttributeValueMemberN{Value: ids[i]}))
 	}
+	cond := allOf(conds)
 	update := expression.
 		Add(expression.Name(attrSkierCount), expression.Value(len(skiers))).
 		Add(expression.Name(attrSkiers), expression.Value(types.AttributeValueMemberNS{Value: ids}))
@@ -334,6 +326,16 @@ func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skier
 		return unavailable(fmt.Errorf("update resort-day item of resort %d, %s day %d, shard %d: %w", rd.resort, rd.season, rd.day, rd.shard, err))
 	}
 	return err
+}
+
+// allOf joins the conditions with AND in one flat expression: nesting
+// And(And(a, b), c) makes a parenthesis per term, which dynalite's parser
+// takes exponential time over.
+func allOf(conds []expression.ConditionBuilder) expression.ConditionBuilder {
+	if len(conds) == 1 {
+		return conds[0]
+	}
+	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
 func conditionFailed(err error) bool {

@@ -103,6 +103,8 @@ func NewRideStore(api API, cfg Config) (Store, error) {
 		return &AdoptedStore{base: b}, nil
 	case ModelCounters:
 		return &CountersStore{base: b, resortDays: b.on(cfg.TablePrefix + ResortDayTableName)}, nil
+	case ModelSharded:
+		return newSharded(b, b.on(cfg.TablePrefix+MarkerTableName)), nil
 	default:
 		return &AbandonedStore{base: b}, nil
 	}
@@ -214,6 +216,19 @@ func (b *base) updateItem(ctx context.Context, op string, in *dynamodb.UpdateIte
 // query runs in to the end, following LastEvaluatedKey, and hands every
 // item to each. Every page is a request counted under op.
 func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, each func(item) error) error {
+	return b.queryPages(ctx, op, in, func(out *dynamodb.QueryOutput) error {
+		for _, it := range out.Items {
+			if err := each(it); err != nil {
+				return fmt.Errorf("%s: item of %s: %w", op, b.table, err)
+			}
+		}
+		return nil
+	})
+}
+
+// queryPages runs in to the end, following LastEvaluatedKey, and hands
+// every page to each. Every page is a request counted under op.
+func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInput, each func(*dynamodb.QueryOutput) error) error {
 	in.TableName = aws.String(b.table)
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	if b.pageLimit > 0 {
@@ -225,10 +240,8 @@ func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, ea
 			return unavailable(fmt.Errorf("%s: query %s: %w", op, b.table, err))
 		}
 		b.record(op, false, capacity(out.ConsumedCapacity)...)
-		for _, it := range out.Items {
-			if err := each(it); err != nil {
-				return fmt.Errorf("%s: item of %s: %w", op, b.table, err)
-			}
+		if err := each(out); err != nil {
+			return err
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			return nil

@@ -52,7 +52,7 @@ func ec2Config(t *testing.T, args ...string) app.Config {
 	if err != nil {
 		t.Fatalf("parse ec2 config: %v", err)
 	}
-	if cfg.Store != "dynamo-adopted" || cfg.Queue != "rabbitmq" || cfg.LogFormat != "json" {
+	if cfg.Store != "dynamo-sharded" || cfg.Queue != "rabbitmq" || cfg.LogFormat != "json" {
 		t.Fatalf("SKI_PROFILE=ec2 gave store %s, queue %s, logs %s", cfg.Store, cfg.Queue, cfg.LogFormat)
 	}
 	return cfg
