@@ -142,9 +142,8 @@ func (p *Proxy) admit(cs []charge, now time.Time) (ok bool, index bool) {
 	if p.opts.Throughput {
 		for _, c := range cs {
 			if p.part(c.key).write.TokensAt(now) < c.units {
-				for _, c := range cs {
-					p.part(c.key).usage.Throttled++
-				}
+				// Counted once, on the partition that refused it.
+				p.part(c.key).usage.Throttled++
 				return false, c.key.Index != ""
 			}
 		}
@@ -326,9 +325,7 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 		}
 		for _, k := range check {
 			if p.part(k).write.TokensAt(now) < 1 {
-				for _, k := range check {
-					p.part(k).usage.Throttled++
-				}
+				p.part(k).usage.Throttled++
 				p.mu.Unlock()
 				throttle(w, k.Index != "")
 				return
