@@ -41,6 +41,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&ds.Seed, "seed", ds.Seed, "seed of the data set and the query mix")
 	fs.IntVar(&ds.Rides, "rides", ds.Rides, "rides in the data set")
 	fs.IntVar(&ds.Days, "days", ds.Days, "days 1..N of the season the rides fall on")
+	var resorts int
+	fs.IntVar(&resorts, "resorts", int(ds.Resorts), "resort ids 1..N (1: a burst at one resort)")
 	var skiers int
 	fs.IntVar(&skiers, "skiers", int(ds.Skiers), "skier ids 1..N")
 	fs.StringVar(&env.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL for the postgres store; the run uses a fresh schema")
@@ -53,7 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ds.Skiers = int32(skiers)
+	ds.Skiers, ds.Resorts = int32(skiers), int32(resorts)
 	names := strings.Split(*stores, ",")
 	for _, n := range names {
 		if !slices.Contains(StoreNames, n) {
@@ -65,8 +67,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skibench: --workload must be %s or %s\n", WorkloadSparse, WorkloadDense)
 		return 2
 	}
-	if ds.Rides <= 0 || ds.Days < 1 || ds.Days > 366 || ds.Skiers < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
-		fmt.Fprintln(stderr, "skibench: --rides, --days (1..366), --skiers, --batch-size, --writers and --queries must be positive")
+	if ds.Rides <= 0 || ds.Days < 1 || ds.Days > 366 || ds.Skiers < 1 || ds.Resorts < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
+		fmt.Fprintln(stderr, "skibench: --rides, --days (1..366), --skiers, --resorts, --batch-size, --writers and --queries must be positive")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
