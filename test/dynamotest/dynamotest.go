@@ -263,3 +263,19 @@ func NewProxy(t testing.TB, opts Options) *Proxy {
 	t.Cleanup(px.Close)
 	return px
 }
+
+// UpstreamOrStart is dynalite itself, with no proxy in front, for a test
+// that puts a Proxy of its own there: the server EnvEndpoint names, or a
+// dynalite started for this test and stopped when it ends.
+func UpstreamOrStart(t testing.TB) string {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return ep
+	}
+	srv, err := Start()
+	if err != nil {
+		t.Fatalf("no DynamoDB test server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.Upstream
+}
