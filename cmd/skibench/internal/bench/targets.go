@@ -33,6 +33,9 @@ type Env struct {
 	// Throughput puts the partition-throughput model (1,000 WCU/s and
 	// 3,000 RCU/s per partition key value) in front of the DynamoDB stores.
 	Throughput bool
+	// PartitionWriteUnits is the model's write units per partition key
+	// value a second; 0 means AWS's 1,000.
+	PartitionWriteUnits float64
 }
 
 // StoreNames are the stores OpenTarget knows.
@@ -92,7 +95,7 @@ func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, err
 	if env.DynamoEndpoint == "" {
 		return nil, errors.New("no DynamoDB endpoint (Main starts dynalite when --dynamo-endpoint is empty)")
 	}
-	px, err := dynamotest.StartProxy(env.DynamoEndpoint, dynamotest.Options{Throughput: env.Throughput})
+	px, err := dynamotest.StartProxy(env.DynamoEndpoint, dynamotest.Options{Throughput: env.Throughput, WriteUnits: env.PartitionWriteUnits})
 	if err != nil {
 		return nil, err
 	}
