@@ -163,6 +163,64 @@ func (p *Proxy) chargeWrite(c charge, now time.Time) {
 	}
 }
 
+// refused reports whether a partition of keys is out of write (or read)
+// units, counts the throttle on it and answers the client. Called without
+// p.mu.
+func (p *Proxy) refused(w http.ResponseWriter, keys []PartitionKey, read bool, now time.Time) bool {
+	if !p.opts.Throughput {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		lim := p.part(k).write
+		if read {
+			lim = p.part(k).read
+		}
+		if lim.TokensAt(now) < 1 {
+			p.part(k).usage.Throttled++
+			throttle(w, k.Index != "")
+			return true
+		}
+	}
+	return false
+}
+
+// forwardAsking forwards the request with the fields in set overridden
+// (what the model needs to know from dynalite's answer) and decodes what
+// it consumed.
+func (p *Proxy) forwardAsking(r *http.Request, body []byte, set map[string]string) (int, []byte, http.Header, consumed, error) {
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(body, &raw)
+	for k, v := range set {
+		raw[k], _ = json.Marshal(v)
+	}
+	fwd, _ := json.Marshal(raw)
+	status, resp, hdr, err := p.forward(r, fwd)
+	var out consumed
+	if err == nil {
+		_ = json.Unmarshal(resp, &out)
+	}
+	return status, resp, hdr, out, err
+}
+
+// hide removes from a successful answer the fields the client did not ask
+// for.
+func hide(status int, resp []byte, fields ...string) []byte {
+	if status != http.StatusOK || len(fields) == 0 {
+		return resp
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(resp, &m) != nil {
+		return resp
+	}
+	for _, f := range fields {
+		delete(m, f)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
 func throttle(w http.ResponseWriter, index bool) {
 	if index {
 		refuse(w, typeThroughput, msgIndexThrottled)
@@ -303,56 +361,44 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 	}
 	tableKey := PartitionKey{req.TableName, "", valueString(req.Key[s.keys.hash])}
 	// Index entries the update may write: those whose keys it sets.
-	set := assignments(req.UpdateExpression, req.ExpressionAttributeNames, req.ExpressionAttributeValues)
+	assigned := assignments(req.UpdateExpression, req.ExpressionAttributeNames, req.ExpressionAttributeValues)
 	type ixWrite struct {
 		ix  index
 		key PartitionKey
 	}
 	var ixs []ixWrite
 	for _, ix := range s.indexes {
-		hv, ok := set[ix.keys.hash]
+		hv, ok := assigned[ix.keys.hash]
 		if !ok {
 			continue
 		}
 		ixs = append(ixs, ixWrite{ix, PartitionKey{req.TableName, ix.name, valueString(hv)}})
 	}
 	now := time.Now()
-	p.mu.Lock()
-	if p.opts.Throughput {
-		check := []PartitionKey{tableKey}
-		for _, x := range ixs {
-			check = append(check, x.key)
-		}
-		for _, k := range check {
-			if p.part(k).write.TokensAt(now) < 1 {
-				p.part(k).usage.Throttled++
-				p.mu.Unlock()
-				throttle(w, k.Index != "")
-				return
-			}
-		}
+	check := []PartitionKey{tableKey}
+	for _, x := range ixs {
+		check = append(check, x.key)
 	}
-	p.mu.Unlock()
-
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(body, &raw)
+	if p.refused(w, check, false, now) {
+		return
+	}
 	askedCapacity := req.ReturnConsumedCapacity == "TOTAL" || req.ReturnConsumedCapacity == "INDEXES"
 	askedOld := req.ReturnValues == "UPDATED_OLD"
-	if !askedCapacity {
-		raw["ReturnConsumedCapacity"] = json.RawMessage(`"TOTAL"`)
-	}
 	canCompare := askedOld || req.ReturnValues == "" || req.ReturnValues == "NONE"
-	if canCompare && !askedOld && len(ixs) > 0 {
-		raw["ReturnValues"] = json.RawMessage(`"UPDATED_OLD"`)
+	set, hidden := map[string]string{}, []string{}
+	if !askedCapacity {
+		set["ReturnConsumedCapacity"] = "TOTAL"
+		hidden = append(hidden, "ConsumedCapacity")
 	}
-	fwd, _ := json.Marshal(raw)
-	status, resp, hdr, err := p.forward(r, fwd)
+	if canCompare && !askedOld && len(ixs) > 0 {
+		set["ReturnValues"] = "UPDATED_OLD"
+		hidden = append(hidden, "Attributes")
+	}
+	status, resp, hdr, out, err := p.forwardAsking(r, body, set)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	var out consumed
-	_ = json.Unmarshal(resp, &out)
 	units := 1.0 // a failed condition is billed too, and dynalite reports nothing then
 	if out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits > 0 {
 		units = out.ConsumedCapacity.CapacityUnits
@@ -360,9 +406,10 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 	cs := []charge{{tableKey, units}}
 	if status == http.StatusOK {
 		for _, x := range ixs {
-			if canCompare && slices.ContainsFunc(x.ix.keys.names(), func(n string) bool {
-				return valueString(out.Attributes[n]) != valueString(set[n])
-			}) || !canCompare {
+			changed := slices.ContainsFunc(x.ix.keys.names(), func(n string) bool {
+				return valueString(out.Attributes[n]) != valueString(assigned[n])
+			})
+			if changed || !canCompare {
 				cs = append(cs, charge{x.key, 1})
 			}
 		}
@@ -372,20 +419,8 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 		p.chargeWrite(c, now)
 	}
 	p.mu.Unlock()
-	if status == http.StatusOK && (!askedCapacity || (!askedOld && len(ixs) > 0)) {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(resp, &m) == nil {
-			if !askedCapacity {
-				delete(m, "ConsumedCapacity")
-			}
-			if !askedOld && req.ReturnValues != "ALL_OLD" && req.ReturnValues != "ALL_NEW" && req.ReturnValues != "UPDATED_NEW" {
-				delete(m, "Attributes")
-			}
-			resp, _ = json.Marshal(m)
-		}
-	}
 	copyHeaders(w, hdr)
-	writeJSON(w, status, resp)
+	writeJSON(w, status, hide(status, resp, hidden...))
 }
 
 // read admits a Query or GetItem when its partition has read units left
@@ -409,28 +444,19 @@ func (p *Proxy) read(w http.ResponseWriter, r *http.Request, op string, req *req
 		key.Key = valueString(vs[0])
 	}
 	now := time.Now()
-	p.mu.Lock()
-	if p.opts.Throughput && p.part(key).read.TokensAt(now) < 1 {
-		p.part(key).usage.Throttled++
-		p.mu.Unlock()
-		throttle(w, key.Index != "")
+	if p.refused(w, []PartitionKey{key}, true, now) {
 		return
 	}
-	p.mu.Unlock()
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(body, &raw)
-	asked := req.ReturnConsumedCapacity == "TOTAL" || req.ReturnConsumedCapacity == "INDEXES"
-	if !asked {
-		raw["ReturnConsumedCapacity"] = json.RawMessage(`"TOTAL"`)
+	set, hidden := map[string]string{}, []string{}
+	if req.ReturnConsumedCapacity != "TOTAL" && req.ReturnConsumedCapacity != "INDEXES" {
+		set["ReturnConsumedCapacity"] = "TOTAL"
+		hidden = append(hidden, "ConsumedCapacity")
 	}
-	fwd, _ := json.Marshal(raw)
-	status, resp, hdr, err := p.forward(r, fwd)
+	status, resp, hdr, out, err := p.forwardAsking(r, body, set)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	var out consumed
-	_ = json.Unmarshal(resp, &out)
 	if out.ConsumedCapacity != nil {
 		p.mu.Lock()
 		pt := p.part(key)
@@ -440,13 +466,6 @@ func (p *Proxy) read(w http.ResponseWriter, r *http.Request, op string, req *req
 		}
 		p.mu.Unlock()
 	}
-	if !asked && status == http.StatusOK {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(resp, &m) == nil {
-			delete(m, "ConsumedCapacity")
-			resp, _ = json.Marshal(m)
-		}
-	}
 	copyHeaders(w, hdr)
-	writeJSON(w, status, resp)
+	writeJSON(w, status, hide(status, resp, hidden...))
 }
