@@ -175,7 +175,10 @@ func TestSkibenchEndToEndStoresAgree(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	var out, errOut bytes.Buffer
-	code := Main(dynamotest.Context(t), []string{
+	// Four stores on dynalite take minutes on a loaded two-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	code := Main(ctx, []string{
 		"--stores", "memory,dynamo-adopted,dynamo-counters,dynamo-sharded", "--rides", "2000", "--days", "3", "--skiers", "300",
 		"--queries", "20", "--batch-size", "100", "--dynamo-endpoint", endpoint, "--json",
 	}, &out, &errOut)
