@@ -63,13 +63,7 @@ func (s *AdoptedStore) AddRides(ctx context.Context, rides []domain.LiftRide) er
 	unique := dedupe(rides)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
-	for chunk := range slices.Chunk(unique, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, r := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: rideItem(r)}}
-		}
-		g.Go(func() error { return s.writeBatch(gctx, reqs) })
-	}
+	putAll(gctx, g, &s.base, unique, rideItem, nil)
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
 	}
@@ -105,6 +99,27 @@ func (b *base) writeBatch(ctx context.Context, reqs []types.WriteRequest) error 
 		return struct{}{}, nil
 	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(0))
 	return err
+}
+
+// putAll queues on g one BatchWriteItem (writeBatch) per 25 of xs, each
+// made an item by toItem; written, when not nil, is called with each chunk
+// once it is stored.
+func putAll[T any](ctx context.Context, g *errgroup.Group, b *base, xs []T, toItem func(T) item, written func([]T)) {
+	for chunk := range slices.Chunk(xs, batchSize) {
+		reqs := make([]types.WriteRequest, len(chunk))
+		for i, x := range chunk {
+			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: toItem(x)}}
+		}
+		g.Go(func() error {
+			if err := b.writeBatch(ctx, reqs); err != nil {
+				return err
+			}
+			if written != nil {
+				written(chunk)
+			}
+			return nil
+		})
+	}
 }
 
 func countRequests(m map[string][]types.WriteRequest) int {

@@ -136,13 +136,7 @@ func (s *CountersStore) AddRides(ctx context.Context, rides []domain.LiftRide) e
 func (s *CountersStore) writeRides(ctx context.Context, rides []domain.LiftRide) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
-	for chunk := range slices.Chunk(rides, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, r := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: countersRideItem(r)}}
-		}
-		g.Go(func() error { return s.writeBatch(gctx, reqs) })
-	}
+	putAll(gctx, g, &s.base, rides, countersRideItem, nil)
 	return g.Wait()
 }
 

@@ -104,28 +104,12 @@ func (s *ShardedStore) AddRides(ctx context.Context, rides []domain.LiftRide) er
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
-	for chunk := range slices.Chunk(unique, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, r := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: shardedRideItem(r)}}
+	putAll(gctx, g, &s.base, unique, shardedRideItem, nil)
+	putAll(gctx, g, &s.markers, markers, marker.item, func(written []marker) {
+		for _, m := range written {
+			s.seen.Add(m, struct{}{})
 		}
-		g.Go(func() error { return s.writeBatch(gctx, reqs) })
-	}
-	for chunk := range slices.Chunk(markers, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, m := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: m.item()}}
-		}
-		g.Go(func() error {
-			if err := s.markers.writeBatch(gctx, reqs); err != nil {
-				return err
-			}
-			for _, m := range chunk {
-				s.seen.Add(m, struct{}{})
-			}
-			return nil
-		})
-	}
+	})
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("add %d rides to %s and %s: %w", len(rides), s.table, s.markers.table, err)
 	}
