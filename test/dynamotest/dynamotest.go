@@ -106,6 +106,7 @@ func Start(args ...string) (*Server, error) {
 	cmd := exec.Command(node, argv...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dynalite: %w", err)
 	}
