@@ -29,7 +29,7 @@ type AbandonedStore struct {
 // already fixes resort, season, day and skier, so time and lift are enough,
 // and keeping the key short keeps the item (400 KB at most) from filling up.
 func rideKey(r domain.LiftRide) string {
-	return strconv.Itoa(int(r.Time)) + "/" + strconv.Itoa(int(r.LiftID))
+	return strconv.Itoa(int(r.Time())) + "/" + strconv.Itoa(int(r.LiftID()))
 }
 
 // addRideUpdate appends the ride to its skier-day item, unless the item's
@@ -37,16 +37,16 @@ func rideKey(r domain.LiftRide) string {
 // are one atomic step, so concurrent writers of the same ride add it once.
 func addRideUpdate(r domain.LiftRide) (expression.Expression, error) {
 	ride := types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: item{
-		attrLiftID: numAttr(int64(r.LiftID)),
-		attrTime:   numAttr(int64(r.Time)),
+		attrLiftID: numAttr(int64(r.LiftID())),
+		attrTime:   numAttr(int64(r.Time())),
 	}}}}
 	list := expression.Name(attrLiftList)
 	update := expression.
 		Set(list, expression.ListAppend(expression.IfNotExists(list, expression.Value(types.AttributeValueMemberL{Value: []types.AttributeValue{}})), expression.Value(ride))).
-		Set(expression.Name(attrResortID), expression.Value(r.ResortID)).
-		Set(expression.Name(attrSeasonID), expression.Value(r.SeasonID)).
-		Set(expression.Name(attrDayID), expression.Value(r.DayID)).
-		Set(expression.Name(attrSeasonDaySkier), expression.Value(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID))).
+		Set(expression.Name(attrResortID), expression.Value(r.ResortID())).
+		Set(expression.Name(attrSeasonID), expression.Value(r.SeasonID())).
+		Set(expression.Name(attrDayID), expression.Value(r.DayID())).
+		Set(expression.Name(attrSeasonDaySkier), expression.Value(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID()))).
 		Add(expression.Name(attrTotalVertical), expression.Value(r.Vertical())).
 		Add(expression.Name(attrRideKeys), expression.Value(types.AttributeValueMemberSS{Value: []string{rideKey(r)}}))
 	cond := expression.Not(expression.Name(attrRideKeys).Contains(rideKey(r)))
@@ -75,8 +75,8 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 	_, err = s.updateItem(ctx, "AddRides", &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key: item{
-			attrSkierID: numAttr(int64(r.SkierID)),
-			attrSortKey: strAttr(skierDaySortKey(r.SeasonID, r.DayID, r.ResortID)),
+			attrSkierID: numAttr(int64(r.SkierID())),
+			attrSortKey: strAttr(skierDaySortKey(r.SeasonID(), r.DayID(), r.ResortID())),
 		},
 		UpdateExpression:          expr.Update(),
 		ConditionExpression:       expr.Condition(),
@@ -90,7 +90,7 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
 			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
 				"one skier-day item holds at least %d rides (DynamoDB's 400 KB item limit): %w",
-			r.Key(), r.SkierID, r.SeasonID, r.DayID, r.ResortID, RidesPerSkierDayItem, err)}
+			r.Key(), r.SkierID(), r.SeasonID(), r.DayID(), r.ResortID(), RidesPerSkierDayItem, err)}
 	default:
 		return unavailable(fmt.Errorf("update item for ride %s: %w", r.Key(), err))
 	}
@@ -176,7 +176,7 @@ func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID int32, seaso
 			if err != nil {
 				return err
 			}
-			out = append(out, domain.LiftRide{ResortID: int32(resort), SeasonID: seasonID, DayID: dayID, SkierID: skierID, Time: int32(tm), LiftID: int32(lift)})
+			out = append(out, domain.MustLiftRide(int32(resort), seasonID, dayID, skierID, int32(tm), int32(lift)))
 		}
 		return nil
 	}, attrResortID, attrLiftList)

@@ -27,15 +27,15 @@ var errUnprocessed = errors.New("DynamoDB left items unprocessed")
 
 func rideItem(r domain.LiftRide) item {
 	return item{
-		attrSkierID:        numAttr(int64(r.SkierID)),
+		attrSkierID:        numAttr(int64(r.SkierID())),
 		attrSortKey:        strAttr(rideSortKey(r)),
-		attrResortID:       numAttr(int64(r.ResortID)),
-		attrSeasonID:       strAttr(r.SeasonID),
-		attrDayID:          numAttr(int64(r.DayID)),
-		attrTime:           numAttr(int64(r.Time)),
-		attrLiftID:         numAttr(int64(r.LiftID)),
+		attrResortID:       numAttr(int64(r.ResortID())),
+		attrSeasonID:       strAttr(r.SeasonID()),
+		attrDayID:          numAttr(int64(r.DayID())),
+		attrTime:           numAttr(int64(r.Time())),
+		attrLiftID:         numAttr(int64(r.LiftID())),
 		attrVertical:       numAttr(int64(r.Vertical())),
-		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID, r.DayID, r.SkierID)),
+		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
 	}
 }
 
@@ -52,7 +52,7 @@ func itemRide(it item) (domain.LiftRide, error) {
 	if err != nil {
 		return domain.LiftRide{}, err
 	}
-	return domain.LiftRide{ResortID: int32(vals[0]), SeasonID: season, DayID: int(vals[1]), SkierID: int32(vals[2]), Time: int32(vals[3]), LiftID: int32(vals[4])}, nil
+	return domain.MustLiftRide(int32(vals[0]), season, int(vals[1]), int32(vals[2]), int32(vals[3]), int32(vals[4])), nil
 }
 
 // AddRides writes the rides as puts of 25, several requests in flight. A put
@@ -241,5 +241,5 @@ func (days daySet) sorted() []int {
 // compareRidesInDay is the order ports.RideStore.SkierDayRides promises:
 // time, then resort, then lift.
 func compareRidesInDay(a, b domain.LiftRide) int {
-	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ResortID, b.ResortID), cmp.Compare(a.LiftID, b.LiftID))
+	return cmp.Or(cmp.Compare(a.Time(), b.Time()), cmp.Compare(a.ResortID(), b.ResortID()), cmp.Compare(a.LiftID(), b.LiftID()))
 }

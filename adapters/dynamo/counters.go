@@ -63,13 +63,13 @@ const (
 
 func countersRideItem(r domain.LiftRide) item {
 	return item{
-		attrSkierID:  numAttr(int64(r.SkierID)),
+		attrSkierID:  numAttr(int64(r.SkierID())),
 		attrSortKey:  strAttr(rideItemPrefix + rideSortKey(r)),
-		attrResortID: numAttr(int64(r.ResortID)),
-		attrSeasonID: strAttr(r.SeasonID),
-		attrDayID:    numAttr(int64(r.DayID)),
-		attrTime:     numAttr(int64(r.Time)),
-		attrLiftID:   numAttr(int64(r.LiftID)),
+		attrResortID: numAttr(int64(r.ResortID())),
+		attrSeasonID: strAttr(r.SeasonID()),
+		attrDayID:    numAttr(int64(r.DayID())),
+		attrTime:     numAttr(int64(r.Time())),
+		attrLiftID:   numAttr(int64(r.LiftID())),
 		attrVertical: numAttr(int64(r.Vertical())),
 	}
 }
@@ -90,7 +90,7 @@ type resortDay struct {
 }
 
 func dayOf(r domain.LiftRide) skierDay {
-	return skierDay{skier: r.SkierID, season: r.SeasonID, day: r.DayID, resort: r.ResortID}
+	return skierDay{skier: r.SkierID(), season: r.SeasonID(), day: r.DayID(), resort: r.ResortID()}
 }
 
 func (d skierDay) shard() resortDay {

@@ -97,7 +97,7 @@ func (s *ShardedStore) AddRides(ctx context.Context, rides []domain.LiftRide) er
 	unique := dedupe(rides)
 	var markers []marker
 	for _, r := range unique {
-		m := marker{resort: r.ResortID, season: r.SeasonID, day: r.DayID, skier: r.SkierID}
+		m := marker{resort: r.ResortID(), season: r.SeasonID(), day: r.DayID(), skier: r.SkierID()}
 		if !s.seen.Contains(m) && !slices.Contains(markers, m) {
 			markers = append(markers, m)
 		}

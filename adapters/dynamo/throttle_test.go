@@ -103,7 +103,7 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 			for sk := int32(1); sk <= skiers; sk++ {
 				want := 0
 				for _, r := range rides {
-					if r.SkierID == sk {
+					if r.SkierID() == sk {
 						want += r.Vertical()
 					}
 				}

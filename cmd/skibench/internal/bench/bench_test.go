@@ -48,8 +48,8 @@ func TestDataSetIsDeterministicAndInRange(t *testing.T) {
 		t.Fatal("two Generate calls with one seed differ")
 	}
 	for _, r := range a {
-		if r.SkierID < 1 || r.SkierID > 100_000 || r.ResortID < 1 || r.ResortID > 10 || r.LiftID < 1 || r.LiftID > 40 ||
-			r.Time < 1 || r.Time > 360 || r.DayID < 1 || r.DayID > ds.Days || r.SeasonID != "2024" {
+		if r.SkierID() < 1 || r.SkierID() > 100_000 || r.ResortID() < 1 || r.ResortID() > 10 || r.LiftID() < 1 || r.LiftID() > 40 ||
+			r.Time() < 1 || r.Time() > 360 || r.DayID() < 1 || r.DayID() > ds.Days || r.SeasonID() != "2024" {
 			t.Fatalf("ride out of the data set's ranges: %+v", r)
 		}
 	}
@@ -88,16 +88,16 @@ func TestDenseWorkloadSendsEachSkierDayInTimeOrder(t *testing.T) {
 	perDay := map[skierDay]int{}
 	switches := 0
 	for i, r := range rides {
-		if i > 0 && rides[i-1].DayID > r.DayID {
-			t.Fatalf("ride %d goes back from day %d to %d", i, rides[i-1].DayID, r.DayID)
+		if i > 0 && rides[i-1].DayID() > r.DayID() {
+			t.Fatalf("ride %d goes back from day %d to %d", i, rides[i-1].DayID(), r.DayID())
 		}
-		k := skierDay{r.SkierID, r.ResortID, r.DayID}
-		if tm, ok := last[k]; ok && tm > r.Time {
-			t.Fatalf("ride %d of skier-day %+v at time %d after %d", i, k, r.Time, tm)
+		k := skierDay{r.SkierID(), r.ResortID(), r.DayID()}
+		if tm, ok := last[k]; ok && tm > r.Time() {
+			t.Fatalf("ride %d of skier-day %+v at time %d after %d", i, k, r.Time(), tm)
 		}
-		last[k] = r.Time
+		last[k] = r.Time()
 		perDay[k]++
-		if i > 0 && rides[i-1].SkierID != r.SkierID {
+		if i > 0 && rides[i-1].SkierID() != r.SkierID() {
 			switches++
 		}
 	}

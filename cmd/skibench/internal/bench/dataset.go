@@ -95,7 +95,7 @@ func (d DataSet) dense() ([]domain.LiftRide, error) {
 	// Day by day, and within a day by time: every skier's day arrives in
 	// order, interleaved with the others' (ties in the random order above).
 	slices.SortStableFunc(out, func(a, b domain.LiftRide) int {
-		return cmp.Or(cmp.Compare(a.DayID, b.DayID), cmp.Compare(a.Time, b.Time))
+		return cmp.Or(cmp.Compare(a.DayID(), b.DayID()), cmp.Compare(a.Time(), b.Time()))
 	})
 	return out, nil
 }
@@ -133,7 +133,7 @@ func (d DataSet) Queries(rides []domain.LiftRide, n int) []Query {
 			var q Query
 			if len(rides) > 0 && i%10 != 9 {
 				ride := rides[r.IntN(len(rides))]
-				q = Query{Resort: ride.ResortID, Season: ride.SeasonID, Day: ride.DayID, Skier: ride.SkierID}
+				q = Query{Resort: ride.ResortID(), Season: ride.SeasonID(), Day: ride.DayID(), Skier: ride.SkierID()}
 			} else {
 				q = Query{Resort: 1 + r.Int32N(d.Resorts), Season: d.Season, Day: 1 + r.IntN(d.Days), Skier: 1 + r.Int32N(d.Skiers)}
 			}
