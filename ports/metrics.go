@@ -36,9 +36,12 @@ type Metrics interface {
 	// BreakerState reports the publish circuit breaker's new state:
 	// "closed", "half-open" or "open".
 	BreakerState(state string)
-	// AddCapacity counts capacity units a store operation consumed (for
-	// stores that bill by them, e.g. DynamoDB).
-	AddCapacity(op string, read, write float64)
+	// AddCapacity counts capacity units a store operation consumed on a
+	// table (for stores that bill by them, e.g. DynamoDB).
+	AddCapacity(table, op string, read, write float64)
+	// StoreThrottled counts one request (or batch item) the store refused
+	// for lack of capacity and the adapter sent again.
+	StoreThrottled(table, operation string)
 }
 
 // NopMetrics discards every event: the default when nothing exports them,
@@ -56,4 +59,5 @@ func (NopMetrics) Rejected(string)                                   {}
 func (NopMetrics) RideRejected(string)                               {}
 func (NopMetrics) RidesDropped(string, int)                          {}
 func (NopMetrics) BreakerState(string)                               {}
-func (NopMetrics) AddCapacity(string, float64, float64)              {}
+func (NopMetrics) AddCapacity(string, string, float64, float64)      {}
+func (NopMetrics) StoreThrottled(string, string)                     {}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -31,14 +32,26 @@ func rideKey(r domain.LiftRide) string {
 	return strconv.Itoa(int(r.Time())) + "/" + strconv.Itoa(int(r.LiftID()))
 }
 
-// addRide appends the ride to its skier-day item, unless the item's RideKeys
-// already hold it (a redelivery): the condition and the update are one atomic
-// step, so concurrent writers of the same ride add it once.
-const addRideUpdate = "SET #list = list_append(if_not_exists(#list, :empty), :ride), " +
-	"#r = :r, #season = :season, #day = :day, #g = :g " +
-	"ADD #total :vert, #keys :keyset"
-
-const addRideCondition = "NOT contains(#keys, :key)"
+// addRideUpdate appends the ride to its skier-day item, unless the item's
+// RideKeys already hold it (a redelivery): the condition and the update
+// are one atomic step, so concurrent writers of the same ride add it once.
+func addRideUpdate(r domain.LiftRide) (expression.Expression, error) {
+	ride := types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: item{
+		attrLiftID: numAttr(int64(r.LiftID())),
+		attrTime:   numAttr(int64(r.Time())),
+	}}}}
+	list := expression.Name(attrLiftList)
+	update := expression.
+		Set(list, expression.ListAppend(expression.IfNotExists(list, expression.Value(types.AttributeValueMemberL{Value: []types.AttributeValue{}})), expression.Value(ride))).
+		Set(expression.Name(attrResortID), expression.Value(r.ResortID())).
+		Set(expression.Name(attrSeasonID), expression.Value(r.SeasonID())).
+		Set(expression.Name(attrDayID), expression.Value(r.DayID())).
+		Set(expression.Name(attrSeasonDaySkier), expression.Value(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID()))).
+		Add(expression.Name(attrTotalVertical), expression.Value(r.Vertical())).
+		Add(expression.Name(attrRideKeys), expression.Value(types.AttributeValueMemberSS{Value: []string{rideKey(r)}}))
+	cond := expression.Not(expression.Name(attrRideKeys).Contains(rideKey(r)))
+	return expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+}
 
 // AddRides sends one conditional UpdateItem per distinct ride, several in
 // flight. A ride already stored fails the condition; that is its success.
@@ -55,44 +68,24 @@ func (s *AbandonedStore) AddRides(ctx context.Context, rides []domain.LiftRide) 
 }
 
 func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
-	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	expr, err := addRideUpdate(r)
+	if err != nil {
+		return fmt.Errorf("ride %s: %w", r.Key(), err)
+	}
+	_, err = s.updateItem(ctx, "AddRides", &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key: item{
 			attrSkierID: numAttr(int64(r.SkierID())),
 			attrSortKey: strAttr(skierDaySortKey(r.SeasonID(), r.DayID(), r.ResortID())),
 		},
-		UpdateExpression:    aws.String(addRideUpdate),
-		ConditionExpression: aws.String(addRideCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#list": attrLiftList, "#r": attrResortID, "#season": attrSeasonID, "#day": attrDayID,
-			"#g": attrSeasonDaySkier, "#total": attrTotalVertical, "#keys": attrRideKeys,
-		},
-		ExpressionAttributeValues: item{
-			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-			":ride": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: item{
-				attrLiftID: numAttr(int64(r.LiftID())),
-				attrTime:   numAttr(int64(r.Time())),
-			}}}},
-			":r":      numAttr(int64(r.ResortID())),
-			":season": strAttr(r.SeasonID()),
-			":day":    numAttr(int64(r.DayID())),
-			":g":      strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
-			":vert":   numAttr(int64(r.Vertical())),
-			":keyset": &types.AttributeValueMemberSS{Value: []string{rideKey(r)}},
-			":key":    strAttr(rideKey(r)),
-		},
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 	})
-	var already *types.ConditionalCheckFailedException
 	switch {
-	case err == nil:
-		s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
-		return nil
-	case errors.As(err, &already):
-		// Already stored. A failed condition still costs a write unit,
-		// but the error carries no ConsumedCapacity: count the request.
-		s.record("AddRides", true)
-		return nil
+	case err == nil, conditionFailed(err):
+		return nil // a failed condition: already stored
 	case itemTooLarge(err):
 		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
 			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
@@ -125,14 +118,12 @@ func itemTooLarge(err error) bool {
 // UniqueSkiers counts the resort index's entries for the day: there is one
 // item, and so one index entry, per skier, day and resort.
 func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+	in, err := dayIndexQuery(resortID, seasonID, dayID)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
-		IndexName:                 aws.String(ResortIndexName),
-		KeyConditionExpression:    aws.String("#r = :r AND begins_with(#g, :day)"),
-		ExpressionAttributeNames:  map[string]string{"#r": attrResortID, "#g": attrSeasonDaySkier, "#s": attrSkierID},
-		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
-		ProjectionExpression:      aws.String("#s"),
-	}, func(item) error { n++; return nil })
+	err = s.query(ctx, "UniqueSkiers", in, func(item) error { n++; return nil })
 	return n, err
 }
 
@@ -141,33 +132,11 @@ func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.R
 	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
 }
 
-// skierDays queries the skier's items whose sort key starts with prefix.
-func (s *AbandonedStore) skierDays(ctx context.Context, op string, skierID domain.SkierID, prefix string, filterResort domain.ResortID, projection []string, each func(item) error) error {
-	names := map[string]string{"#k": attrSkierID, "#sk": attrSortKey}
-	proj := make([]string, len(projection))
-	for i, p := range projection {
-		proj[i] = "#p" + strconv.Itoa(i)
-		names[proj[i]] = p
-	}
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
-		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
-	}
-	if filterResort != 0 {
-		in.FilterExpression = aws.String("#r = :r")
-		names["#r"] = attrResortID
-		in.ExpressionAttributeValues[":r"] = numAttr(int64(filterResort))
-	}
-	return s.query(ctx, op, in, each)
-}
-
 // SkierSeasonVerticals sums the skier's day totals per resort and season,
 // over one Query of the skier's items, for the resorts asked for.
 func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	totals := newResortSeasonTotals(resortIDs)
-	if err := s.skierDays(ctx, "SkierSeasonVerticals", skierID, "", 0, []string{attrResortID, attrSeasonID, attrTotalVertical}, totals.adder(attrTotalVertical)); err != nil {
+	if err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrTotalVertical), attrResortID, attrSeasonID, attrTotalVertical); err != nil {
 		return nil, err
 	}
 	return totals.sorted(), nil
@@ -176,7 +145,7 @@ func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domai
 // SkierDays lists the days of the skier's items in the season.
 func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
-	if err := s.skierDays(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, []string{attrDayID}, days.add); err != nil {
+	if err := s.querySkier(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
 		return nil, err
 	}
 	return days.sorted(), nil
@@ -186,7 +155,7 @@ func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, 
 // per resort visited).
 func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
 	var out []domain.LiftRide
-	err := s.skierDays(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, []string{attrResortID, attrLiftList}, func(it item) error {
+	err := s.querySkier(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, func(it item) error {
 		resort, err := getNum(it, attrResortID)
 		if err != nil {
 			return err
@@ -215,7 +184,7 @@ func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.Skier
 			out = append(out, r)
 		}
 		return nil
-	})
+	}, attrResortID, attrLiftList)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/cenkalti/backoff/v5"
@@ -23,9 +21,6 @@ const batchSize = 25
 // AdoptedStore keeps one item per ride; see docs/dynamodb.md.
 type AdoptedStore struct {
 	base
-	// newBackOff makes the backoff between UnprocessedItems retries; nil
-	// means the default. Tests shorten it.
-	newBackOff func() backoff.BackOff
 }
 
 var errUnprocessed = errors.New("DynamoDB left items unprocessed")
@@ -68,52 +63,71 @@ func (s *AdoptedStore) AddRides(ctx context.Context, rides []domain.LiftRide) er
 	unique := dedupe(rides)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
-	for chunk := range slices.Chunk(unique, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, r := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: rideItem(r)}}
-		}
-		g.Go(func() error { return s.writeBatch(gctx, reqs) })
-	}
+	putAll(gctx, g, &s.base, unique, rideItem, nil)
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
 	}
 	return nil
 }
 
-// writeBatch sends one BatchWriteItem and then what it leaves unprocessed
-// (throttled) again, with exponential backoff and jitter, until everything
-// is written or ctx ends.
-func (s *AdoptedStore) writeBatch(ctx context.Context, reqs []types.WriteRequest) error {
-	pending := map[string][]types.WriteRequest{s.table: reqs}
-	b := s.backOff()
+// writeBatch sends one BatchWriteItem and then, alone, what DynamoDB
+// throttled: the requests it hands back in UnprocessedItems, or the whole
+// request when it refuses all of it (ProvisionedThroughputExceededException).
+// Only those are sent again, with exponential backoff and jitter, until
+// everything is written or ctx ends; what was written is never sent again.
+func (b *base) writeBatch(ctx context.Context, reqs []types.WriteRequest) error {
+	pending := map[string][]types.WriteRequest{b.table: reqs}
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		out, err := s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+		out, err := b.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 			RequestItems:           pending,
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 		})
+		if throttled(err) {
+			b.throttled("BatchWriteItem", countRequests(pending))
+			return struct{}{}, err
+		}
 		if err != nil {
-			// The SDK has already retried throttling and transient errors.
+			// The SDK has already retried transient errors.
 			return struct{}{}, backoff.Permanent(unavailable(fmt.Errorf("batch write: %w", err)))
 		}
-		s.record("AddRides", true, out.ConsumedCapacity...)
-		if len(out.UnprocessedItems) > 0 {
+		b.record("AddRides", true, out.ConsumedCapacity...)
+		if n := countRequests(out.UnprocessedItems); n > 0 {
+			b.throttled("BatchWriteItem", n)
 			pending = out.UnprocessedItems
 			return struct{}{}, errUnprocessed
 		}
 		return struct{}{}, nil
-	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
+	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(0))
 	return err
 }
 
-func (s *AdoptedStore) backOff() backoff.BackOff {
-	if s.newBackOff != nil {
-		return s.newBackOff()
+// putAll queues on g one BatchWriteItem (writeBatch) per 25 of xs, each
+// made an item by toItem; written, when not nil, is called with each chunk
+// once it is stored.
+func putAll[T any](ctx context.Context, g *errgroup.Group, b *base, xs []T, toItem func(T) item, written func([]T)) {
+	for chunk := range slices.Chunk(xs, batchSize) {
+		reqs := make([]types.WriteRequest, len(chunk))
+		for i, x := range chunk {
+			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: toItem(x)}}
+		}
+		g.Go(func() error {
+			if err := b.writeBatch(ctx, reqs); err != nil {
+				return err
+			}
+			if written != nil {
+				written(chunk)
+			}
+			return nil
+		})
 	}
-	b := backoff.NewExponentialBackOff() // jitter: RandomizationFactor 0.5
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = 5 * time.Second
-	return b
+}
+
+func countRequests(m map[string][]types.WriteRequest) int {
+	n := 0
+	for _, reqs := range m {
+		n += len(reqs)
+	}
+	return n
 }
 
 func dedupe(rides []domain.LiftRide) []domain.LiftRide {
@@ -131,16 +145,12 @@ func dedupe(rides []domain.LiftRide) []domain.LiftRide {
 // UniqueSkiers queries the resort index for the day's entries (one per
 // ride) and counts the distinct skiers among them.
 func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+	in, err := dayIndexQuery(resortID, seasonID, dayID)
+	if err != nil {
+		return 0, err
+	}
 	skiers := map[int64]struct{}{}
-	err := s.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
-		IndexName:              aws.String(ResortIndexName),
-		KeyConditionExpression: aws.String("#r = :r AND begins_with(#g, :day)"),
-		ExpressionAttributeNames: map[string]string{
-			"#r": attrResortID, "#g": attrSeasonDaySkier, "#s": attrSkierID,
-		},
-		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
-		ProjectionExpression:      aws.String("#s"),
-	}, func(it item) error {
+	err = s.query(ctx, "UniqueSkiers", in, func(it item) error {
 		id, err := getNum(it, attrSkierID)
 		skiers[id] = struct{}{}
 		return err
@@ -148,33 +158,15 @@ func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortI
 	return len(skiers), err
 }
 
-// skierRides queries the skier's rides whose sort key starts with prefix,
-// keeping those of resort when resort is not 0.
-func (s *AdoptedStore) skierRides(ctx context.Context, op string, skierID domain.SkierID, prefix string, resort domain.ResortID, each func(item) error) error {
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
-		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
-		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
-	}
-	if resort != 0 {
-		// A filter still reads (and bills) the other resorts' rides: a
-		// skier rides at few resorts a day, so the key stays skier-first.
-		in.FilterExpression = aws.String("#r = :r")
-		in.ExpressionAttributeNames["#r"] = attrResortID
-		in.ExpressionAttributeValues[":r"] = numAttr(int64(resort))
-	}
-	return s.query(ctx, op, in, each)
-}
-
 // SkierDayVertical sums the Vertical of the skier's rides of that day at
 // the resort.
 func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
 	var total int64
-	err := s.skierRides(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
+	err := s.querySkier(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
 		v, err := getNum(it, attrVertical)
 		total += v
 		return err
-	})
+	}, attrVertical)
 	return total, err
 }
 
@@ -183,7 +175,7 @@ func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.Res
 // resorts asked for per resort and season.
 func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	totals := newResortSeasonTotals(resortIDs)
-	if err := s.skierRides(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrVertical)); err != nil {
+	if err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrVertical), attrResortID, attrSeasonID, attrVertical); err != nil {
 		return nil, err
 	}
 	return totals.sorted(), nil
@@ -192,7 +184,7 @@ func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.
 // SkierDays reads the skier's rides of the season and lists their days.
 func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
-	if err := s.skierRides(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add); err != nil {
+	if err := s.querySkier(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
 		return nil, err
 	}
 	return days.sorted(), nil
@@ -200,17 +192,7 @@ func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, se
 
 // SkierDayRides reads the skier's rides of the day.
 func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	var out []domain.LiftRide
-	err := s.skierRides(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, func(it item) error {
-		r, err := itemRide(it)
-		out = append(out, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, domain.CompareRidesInDay)
-	return out, nil
+	return s.rideItems(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID))
 }
 
 // seasonTotals sums vertical per season over the items a query returns.
@@ -300,3 +282,4 @@ func (days daySet) sorted() []int {
 	slices.Sort(out)
 	return out
 }
+

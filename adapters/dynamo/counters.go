@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
@@ -33,8 +33,7 @@ import (
 // at once count once.
 type CountersStore struct {
 	base
-	rides      AdoptedStore // the batched ride writer, on the same table and counters
-	resortDays base         // the resort-day table, same counters
+	resortDays base // the resort-day table, same client and counters
 }
 
 // ResortDayShards is how many items one resort-day's distinct skiers are
@@ -137,13 +136,7 @@ func (s *CountersStore) AddRides(ctx context.Context, rides []domain.LiftRide) e
 func (s *CountersStore) writeRides(ctx context.Context, rides []domain.LiftRide) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
-	for chunk := range slices.Chunk(rides, batchSize) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, r := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: countersRideItem(r)}}
-		}
-		g.Go(func() error { return s.rides.writeBatch(gctx, reqs) })
-	}
+	putAll(gctx, g, &s.base, rides, countersRideItem, nil)
 	return g.Wait()
 }
 
@@ -215,49 +208,43 @@ func (s *CountersStore) addGroupToSkierDay(ctx context.Context, d skierDay, ride
 // reports whether the item did not exist before (UPDATED_OLD returns no
 // TotalVertical), in which case this call made the skier-day.
 func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []domain.LiftRide) (bool, error) {
-	names := map[string]string{
-		"#r": attrResortID, "#season": attrSeasonID, "#day": attrDayID,
-		"#total": attrTotalVertical, "#keys": attrRideKeys,
-	}
-	values := item{
-		":r":      numAttr(int64(d.resort)),
-		":season": strAttr(d.season),
-		":day":    numAttr(int64(d.day)),
-	}
 	keys := make([]string, len(rides))
-	conds := make([]string, len(rides))
 	vert := 0
+	conds := make([]expression.ConditionBuilder, len(rides))
 	for i, r := range rides {
 		keys[i] = rideKey(r)
-		p := ":k" + strconv.Itoa(i)
-		values[p] = strAttr(keys[i])
-		conds[i] = "NOT contains(#keys, " + p + ")"
 		vert += r.Vertical()
+		conds[i] = expression.Not(expression.Name(attrRideKeys).Contains(keys[i]))
 	}
-	values[":vert"] = numAttr(int64(vert))
-	values[":keyset"] = &types.AttributeValueMemberSS{Value: keys}
-	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	cond := allOf(conds)
+	update := expression.
+		Set(expression.Name(attrResortID), expression.Value(d.resort)).
+		Set(expression.Name(attrSeasonID), expression.Value(d.season)).
+		Set(expression.Name(attrDayID), expression.Value(d.day)).
+		Add(expression.Name(attrTotalVertical), expression.Value(vert)).
+		Add(expression.Name(attrRideKeys), expression.Value(types.AttributeValueMemberSS{Value: keys}))
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("build skier-day update: %w", err)
+	}
+	out, err := s.updateItem(ctx, "AddRides", &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key: item{
 			attrSkierID: numAttr(int64(d.skier)),
 			attrSortKey: strAttr(dayItemPrefix + skierDaySortKey(d.season, d.day, d.resort)),
 		},
-		UpdateExpression:          aws.String("SET #r = :r, #season = :season, #day = :day ADD #total :vert, #keys :keyset"),
-		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 		ReturnValues:              types.ReturnValueUpdatedOld,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
 	})
 	if err != nil {
 		if conditionFailed(err) {
-			// Charged like a write, but the error carries no units.
-			s.record("AddRides", true)
 			return false, err
 		}
 		return false, unavailable(fmt.Errorf("update skier-day item of skier %d, %s day %d, resort %d: %w", d.skier, d.season, d.day, d.resort, err))
 	}
-	s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
 	_, existed := out.Attributes[attrTotalVertical]
 	return !existed, nil
 }
@@ -304,37 +291,45 @@ func (s *CountersStore) addToResortDays(ctx context.Context, days []skierDay) er
 // one of them is in the set already: set and count change together or not
 // at all.
 func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skiers []domain.SkierID) error {
-	values := item{":n": numAttr(int64(len(skiers)))}
 	ids := make([]string, len(skiers))
-	conds := make([]string, len(skiers))
+	conds := make([]expression.ConditionBuilder, len(skiers))
 	for i, sk := range skiers {
 		ids[i] = strconv.Itoa(int(sk))
-		p := ":s" + strconv.Itoa(i)
-		values[p] = numAttr(int64(sk))
-		conds[i] = "NOT contains(#skiers, " + p + ")"
+		conds[i] = expression.Not(expression.Name(attrSkiers).Contains(types.AttributeValueMemberN{Value: ids[i]}))
 	}
-	values[":set"] = &types.AttributeValueMemberNS{Value: ids}
-	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	cond := allOf(conds)
+	update := expression.
+		Add(expression.Name(attrSkierCount), expression.Value(len(skiers))).
+		Add(expression.Name(attrSkiers), expression.Value(types.AttributeValueMemberNS{Value: ids}))
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("build resort-day update: %w", err)
+	}
+	_, err = s.resortDays.updateItem(ctx, "AddRides", &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.resortDays.table),
 		Key: item{
 			attrResortID: numAttr(int64(rd.resort)),
 			attrSortKey:  strAttr(resortDaySortKey(rd)),
 		},
-		UpdateExpression:          aws.String("ADD #count :n, #skiers :set"),
-		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
-		ExpressionAttributeNames:  map[string]string{"#count": attrSkierCount, "#skiers": attrSkiers},
-		ExpressionAttributeValues: values,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 	})
-	if err != nil {
-		if conditionFailed(err) {
-			s.record("AddRides", true)
-			return err
-		}
+	if err != nil && !conditionFailed(err) {
 		return unavailable(fmt.Errorf("update resort-day item of resort %d, %s day %d, shard %d: %w", rd.resort, rd.season, rd.day, rd.shard, err))
 	}
-	s.record("AddRides", true, capacity(out.ConsumedCapacity)...)
-	return nil
+	return err
+}
+
+// allOf joins the conditions with AND in one flat expression: nesting
+// And(And(a, b), c) makes a parenthesis per term, which dynalite's parser
+// takes exponential time over.
+func allOf(conds []expression.ConditionBuilder) expression.ConditionBuilder {
+	if len(conds) == 1 {
+		return conds[0]
+	}
+	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
 func conditionFailed(err error) bool {
@@ -345,13 +340,15 @@ func conditionFailed(err error) bool {
 // UniqueSkiers sums the SkierCount of the resort-day's shards: one Query
 // of at most ResortDayShards small items, whatever the number of rides.
 func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+	in, err := queryInput(expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrResortID).Equal(expression.Value(resortID)).
+			And(expression.Key(attrSortKey).BeginsWith(dayPrefix(seasonID, dayID)))).
+		WithProjection(namesList(attrSkierCount)))
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	err := s.resortDays.query(ctx, "UniqueSkiers", &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#r = :r AND begins_with(#sk, :day)"),
-		ExpressionAttributeNames:  map[string]string{"#r": attrResortID, "#sk": attrSortKey, "#c": attrSkierCount},
-		ExpressionAttributeValues: item{":r": numAttr(int64(resortID)), ":day": strAttr(dayPrefix(seasonID, dayID))},
-		ProjectionExpression:      aws.String("#c"),
-	}, func(it item) error {
+	err = s.resortDays.query(ctx, "UniqueSkiers", in, func(it item) error {
 		c, err := getNum(it, attrSkierCount)
 		n += int(c)
 		return err
@@ -364,38 +361,13 @@ func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.Re
 	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
 }
 
-// skierItems queries the skier's items whose sort key starts with prefix
-// (which also picks the kind: rideItemPrefix or dayItemPrefix).
-func (s *CountersStore) skierItems(ctx context.Context, op string, skierID domain.SkierID, prefix string, resort domain.ResortID, projection string, each func(item) error) error {
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#k = :k AND begins_with(#sk, :p)"),
-		ExpressionAttributeNames:  map[string]string{"#k": attrSkierID, "#sk": attrSortKey},
-		ExpressionAttributeValues: item{":k": numAttr(int64(skierID)), ":p": strAttr(prefix)},
-	}
-	if projection != "" {
-		var proj []string
-		for i, name := range strings.Split(projection, ",") {
-			p := "#p" + strconv.Itoa(i)
-			in.ExpressionAttributeNames[p] = name
-			proj = append(proj, p)
-		}
-		in.ProjectionExpression = aws.String(strings.Join(proj, ", "))
-	}
-	if resort != 0 {
-		in.FilterExpression = aws.String("#r = :r")
-		in.ExpressionAttributeNames["#r"] = attrResortID
-		in.ExpressionAttributeValues[":r"] = numAttr(int64(resort))
-	}
-	return s.query(ctx, op, in, each)
-}
-
 // SkierSeasonVerticals sums the skier's skier-day totals per resort and
-// season, for the resorts asked for: one Query, one small item per day
-// skied instead of every ride.
+// season, for the resorts asked for: one small item per day skied instead
+// of every ride, in one Query.
 func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	totals := newResortSeasonTotals(resortIDs)
-	err := s.skierItems(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, 0,
-		attrResortID+","+attrSeasonID+","+attrTotalVertical, totals.adder(attrTotalVertical))
+	err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, 0,
+		totals.adder(attrTotalVertical), attrResortID, attrSeasonID, attrTotalVertical)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +377,7 @@ func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain
 // SkierDays lists the days of the skier's skier-day items in the season.
 func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
 	days := daySet{}
-	if err := s.skierItems(ctx, "SkierDays", skierID, dayItemPrefix+seasonPrefix(seasonID), 0, attrDayID, days.add); err != nil {
+	if err := s.querySkier(ctx, "SkierDays", skierID, dayItemPrefix+seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
 		return nil, err
 	}
 	return days.sorted(), nil
@@ -413,17 +385,7 @@ func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, s
 
 // SkierDayRides reads the skier's ride items of the day.
 func (s *CountersStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	var out []domain.LiftRide
-	err := s.skierItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(seasonID, dayID), 0, "", func(it item) error {
-		r, err := itemRide(it)
-		out = append(out, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, domain.CompareRidesInDay)
-	return out, nil
+	return s.rideItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(seasonID, dayID))
 }
 
 // CountItems counts the items of both tables: rides, skier-days and

@@ -3,11 +3,11 @@ package dynamo
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -60,48 +60,51 @@ func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
 // PutResort sets the name and adds the resort's seasons to the set, so
 // seasons registered earlier stay.
 func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
-	in := &dynamodb.UpdateItemInput{
+	update := expression.Set(expression.Name(attrName), expression.Value(r.Name))
+	if len(r.Seasons) > 0 { // a string set cannot be empty
+		update = update.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: r.Seasons}))
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		return fmt.Errorf("put resort %d: %w", r.ID, err)
+	}
+	_, err = s.updateItem(ctx, "PutResort", &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       item{attrResortID: numAttr(int64(r.ID))},
-		UpdateExpression:          aws.String("SET #n = :n"),
-		ExpressionAttributeNames:  map[string]string{"#n": attrName},
-		ExpressionAttributeValues: item{":n": strAttr(r.Name)},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
-	}
-	if len(r.Seasons) > 0 { // a string set cannot be empty
-		*in.UpdateExpression += " ADD #s :s"
-		in.ExpressionAttributeNames["#s"] = attrSeasons
-		in.ExpressionAttributeValues[":s"] = &types.AttributeValueMemberSS{Value: r.Seasons}
-	}
-	out, err := s.api.UpdateItem(ctx, in)
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
 	if err != nil {
 		return unavailable(fmt.Errorf("put resort %d: %w", r.ID, err))
 	}
-	s.record("PutResort", true, capacity(out.ConsumedCapacity)...)
 	return nil
 }
 
 // AddSeason adds the season to an existing resort's set; the condition
 // keeps it from creating a nameless resort.
 func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
-	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	expr, err := expression.NewBuilder().
+		WithUpdate(expression.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: []string{seasonID}}))).
+		WithCondition(expression.Name(attrResortID).AttributeExists()).
+		Build()
+	if err != nil {
+		return fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err)
+	}
+	_, err = s.updateItem(ctx, "AddSeason", &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       item{attrResortID: numAttr(int64(resortID))},
-		UpdateExpression:          aws.String("ADD #s :s"),
-		ConditionExpression:       aws.String("attribute_exists(#id)"),
-		ExpressionAttributeNames:  map[string]string{"#s": attrSeasons, "#id": attrResortID},
-		ExpressionAttributeValues: item{":s": &types.AttributeValueMemberSS{Value: []string{seasonID}}},
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 	})
-	var missing *types.ConditionalCheckFailedException
 	switch {
-	case errors.As(err, &missing):
-		s.record("AddSeason", true)
+	case conditionFailed(err):
 		return domain.NotFound("resort %d does not exist", resortID)
 	case err != nil:
 		return unavailable(fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err))
 	}
-	s.record("AddSeason", true, capacity(out.ConsumedCapacity)...)
 	return nil
 }
 

@@ -67,7 +67,7 @@ func quickBackOff() backoff.BackOff {
 
 func TestAdoptedRetriesUnprocessedItemsUntilWritten(t *testing.T) {
 	api := &throttlingAPI{written: map[string]int{}}
-	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted, WriteConcurrency: 2}, "skierTable"), newBackOff: quickBackOff}
+	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted, WriteConcurrency: 2, NewBackOff: quickBackOff}, "skierTable")}
 	var rides []domain.LiftRide
 	for tm := range int32(30) {
 		r, _ := domain.NewLiftRide(1, "2024", 1, 7, tm, 2)
@@ -100,7 +100,7 @@ func TestAdoptedRetriesUnprocessedItemsUntilWritten(t *testing.T) {
 
 func TestAdoptedUnprocessedRetryStopsWithContext(t *testing.T) {
 	api := &neverWritesAPI{}
-	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted}, "skierTable"), newBackOff: quickBackOff}
+	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted, NewBackOff: quickBackOff}, "skierTable")}
 	r, _ := domain.NewLiftRide(1, "2024", 1, 7, 1, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	api.afterCalls, api.cancel = 3, cancel

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -32,6 +37,13 @@ type Config struct {
 	// PageLimit caps the items per Query or Scan page; 0 leaves it to
 	// DynamoDB (1 MB pages). Tests set it low to force pagination.
 	PageLimit int32
+	// Metrics receives the capacity consumed (AddCapacity) and the
+	// throttled requests (StoreThrottled), by table and operation; nil
+	// discards them.
+	Metrics ports.Metrics
+	// NewBackOff makes the backoff between retries of throttled requests;
+	// nil means exponential from 50 ms to 5 s with jitter. Tests shorten it.
+	NewBackOff func() backoff.BackOff
 }
 
 // Store is a RideStore that also reports its costs for the benchmark.
@@ -90,9 +102,9 @@ func NewRideStore(api API, cfg Config) (Store, error) {
 	case ModelAdopted:
 		return &AdoptedStore{base: b}, nil
 	case ModelCounters:
-		rd := newBase(api, cfg, cfg.TablePrefix+ResortDayTableName)
-		rd.stats = b.stats // one set of counters per store
-		return &CountersStore{base: b, rides: AdoptedStore{base: b}, resortDays: rd}, nil
+		return &CountersStore{base: b, resortDays: b.on(cfg.TablePrefix + ResortDayTableName)}, nil
+	case ModelSharded:
+		return newSharded(b, b.on(cfg.TablePrefix+MarkerTableName)), nil
 	default:
 		return &AbandonedStore{base: b}, nil
 	}
@@ -105,6 +117,8 @@ type base struct {
 	table       string
 	concurrency int
 	pageLimit   int32
+	metrics     ports.Metrics
+	newBackOff  func() backoff.BackOff
 	*stats
 }
 
@@ -113,12 +127,108 @@ func newBase(api API, cfg Config, table string) base {
 	if conc <= 0 {
 		conc = 4
 	}
-	return base{api: api, table: table, concurrency: conc, pageLimit: cfg.PageLimit, stats: &stats{}}
+	m := cfg.Metrics
+	if m == nil {
+		m = ports.NopMetrics{}
+	}
+	return base{api: api, table: table, concurrency: conc, pageLimit: cfg.PageLimit, metrics: m, newBackOff: cfg.NewBackOff, stats: &stats{}}
+}
+
+// on is the same base for another table of the model: same client,
+// settings, counters and metrics.
+func (b base) on(table string) base {
+	b.table = table
+	return b
+}
+
+// record counts one request of op and its consumed capacity in the
+// benchmark's counters and in the metrics, by table.
+func (b *base) record(op string, write bool, ccs ...types.ConsumedCapacity) {
+	b.stats.record(op, write, ccs...)
+	for _, cc := range ccs {
+		units := aws.ToFloat64(cc.CapacityUnits)
+		table := aws.ToString(cc.TableName)
+		if table == "" {
+			table = b.table
+		}
+		if write {
+			b.metrics.AddCapacity(table, op, 0, units)
+		} else {
+			b.metrics.AddCapacity(table, op, units, 0)
+		}
+	}
+}
+
+// throttled counts n requests of operation DynamoDB throttled.
+func (b *base) throttled(operation string, n int) {
+	for range n {
+		b.metrics.StoreThrottled(b.table, operation)
+	}
+}
+
+// throttled tells DynamoDB refusing a request for lack of capacity (on
+// demand or provisioned), after the SDK's own retries.
+func throttled(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+func (b *base) backOff() backoff.BackOff {
+	if b.newBackOff != nil {
+		return b.newBackOff()
+	}
+	e := backoff.NewExponentialBackOff() // jitter: RandomizationFactor 0.5
+	e.InitialInterval = 50 * time.Millisecond
+	e.MaxInterval = 5 * time.Second
+	return e
+}
+
+// updateItem sends one UpdateItem and, while DynamoDB throttles it, sends
+// it again alone with backoff. It counts the request under op, with its
+// capacity; a failed condition is billed a write too, but its error
+// carries no units, so only the request is counted then.
+func (b *base) updateItem(ctx context.Context, op string, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	return backoff.Retry(ctx, func() (*dynamodb.UpdateItemOutput, error) {
+		out, err := b.api.UpdateItem(ctx, in)
+		switch {
+		case throttled(err):
+			b.throttled("UpdateItem", 1)
+			return nil, err
+		case conditionFailed(err):
+			b.record(op, true)
+			return nil, backoff.Permanent(err)
+		case err != nil:
+			return nil, backoff.Permanent(err)
+		}
+		b.record(op, true, capacity(out.ConsumedCapacity)...)
+		return out, nil
+	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(0))
 }
 
 // query runs in to the end, following LastEvaluatedKey, and hands every
 // item to each. Every page is a request counted under op.
 func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, each func(item) error) error {
+	return b.queryPages(ctx, op, in, func(out *dynamodb.QueryOutput) error {
+		for _, it := range out.Items {
+			if err := each(it); err != nil {
+				return fmt.Errorf("%s: item of %s: %w", op, b.table, err)
+			}
+		}
+		return nil
+	})
+}
+
+// queryPages runs in to the end, following LastEvaluatedKey, and hands
+// every page to each. Every page is a request counted under op.
+func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInput, each func(*dynamodb.QueryOutput) error) error {
 	in.TableName = aws.String(b.table)
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	if b.pageLimit > 0 {
@@ -130,10 +240,8 @@ func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, ea
 			return unavailable(fmt.Errorf("%s: query %s: %w", op, b.table, err))
 		}
 		b.record(op, false, capacity(out.ConsumedCapacity)...)
-		for _, it := range out.Items {
-			if err := each(it); err != nil {
-				return fmt.Errorf("%s: item of %s: %w", op, b.table, err)
-			}
+		if err := each(out); err != nil {
+			return err
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			return nil
@@ -203,14 +311,18 @@ func (w *wrapped) Unwrap() []error { return []error{w.kind, w.err} }
 // (the abandoned and counters models keep one); 0 when there is no item.
 func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKey string) (int64, error) {
 	const op = "SkierDayVertical"
+	expr, err := expression.NewBuilder().WithProjection(namesList(attrTotalVertical)).Build()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
 	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(b.table),
 		Key: item{
 			attrSkierID: numAttr(int64(skierID)),
 			attrSortKey: strAttr(sortKey),
 		},
-		ProjectionExpression:     aws.String("#t"),
-		ExpressionAttributeNames: map[string]string{"#t": attrTotalVertical},
+		ProjectionExpression:     expr.Projection(),
+		ExpressionAttributeNames: expr.Names(),
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
 	})
 	if err != nil {

@@ -18,10 +18,11 @@ const (
 	ModelAdopted   = "adopted"
 	ModelAbandoned = "abandoned"
 	ModelCounters  = "counters"
+	ModelSharded   = "sharded"
 )
 
 // Models lists every model, in the order the docs present them.
-var Models = []string{ModelAdopted, ModelAbandoned, ModelCounters}
+var Models = []string{ModelAdopted, ModelAbandoned, ModelCounters, ModelSharded}
 
 // Table, index and attribute names. They are the schema: the CloudFormation
 // template must match TableDefinitions (a test compares them).
@@ -31,7 +32,10 @@ const (
 	// ResortDayTableName is the counters model's table of resort-day
 	// shards: SkierCount and Skiers per (resort, season, day, shard).
 	ResortDayTableName = "resortDayTable"
-	ResortIndexName    = "resort-index"
+	// MarkerTableName is the sharded model's table of skier-day markers
+	// under a write-sharded resort-day key.
+	MarkerTableName = "skierDayMarkerTable"
+	ResortIndexName = "resort-index"
 
 	attrSkierID        = "SkierID"        // skier table partition key (N)
 	attrSortKey        = "SortKey"        // skier table sort key (S), see keys.go
@@ -100,13 +104,29 @@ func TableDefinitions(prefix, model string) ([]*dynamodb.CreateTableInput, error
 			{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
 		},
 	}
-	if model != ModelCounters {
+	if model == ModelAdopted || model == ModelAbandoned {
 		return []*dynamodb.CreateTableInput{skiers, resorts}, nil
 	}
-	// The counters model answers UniqueSkiers from its resort-day table, so
-	// its skier table has no index: one write unit a ride instead of two.
+	// The counters and sharded models answer UniqueSkiers from a table of
+	// their own, so their skier table has no index: one write unit a ride
+	// instead of two, and no resort-wide key.
 	skiers.GlobalSecondaryIndexes = nil
 	skiers.AttributeDefinitions = skiers.AttributeDefinitions[:2]
+	if model == ModelSharded {
+		markers := &dynamodb.CreateTableInput{
+			TableName:   aws.String(prefix + MarkerTableName),
+			BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String(attrResortDayShard), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(attrSkierID), AttributeType: types.ScalarAttributeTypeN},
+			},
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrResortDayShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrSkierID), KeyType: types.KeyTypeRange},
+			},
+		}
+		return []*dynamodb.CreateTableInput{skiers, resorts, markers}, nil
+	}
 	resortDays := &dynamodb.CreateTableInput{
 		TableName:   aws.String(prefix + ResortDayTableName),
 		BillingMode: types.BillingModePayPerRequest,

@@ -27,6 +27,7 @@ type Metrics struct {
 	ridesDropped *prometheus.CounterVec
 	breaker      prometheus.Gauge
 	capacity     *prometheus.CounterVec
+	throttled    *prometheus.CounterVec
 }
 
 var _ ports.Metrics = (*Metrics)(nil)
@@ -73,11 +74,14 @@ func New() *Metrics {
 			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
 		capacity: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_store_capacity_units_total", Help: "Capacity units consumed by store operations, by operation and kind (read, write).",
-		}, []string{"op", "kind"}),
+			Name: "skidata_store_capacity_units_total", Help: "Capacity units consumed by store operations, by table, operation and kind (read, write).",
+		}, []string{"table", "op", "kind"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_store_throttled_total", Help: "Store requests (or batch items) refused for lack of capacity and retried, by table and operation.",
+		}, []string{"table", "operation"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity,
+		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -139,11 +143,16 @@ func (m *Metrics) BreakerState(state string) {
 }
 
 // AddCapacity implements ports.Metrics.
-func (m *Metrics) AddCapacity(op string, read, write float64) {
+func (m *Metrics) AddCapacity(table, op string, read, write float64) {
 	if read > 0 {
-		m.capacity.WithLabelValues(op, "read").Add(read)
+		m.capacity.WithLabelValues(table, op, "read").Add(read)
 	}
 	if write > 0 {
-		m.capacity.WithLabelValues(op, "write").Add(write)
+		m.capacity.WithLabelValues(table, op, "write").Add(write)
 	}
+}
+
+// StoreThrottled implements ports.Metrics.
+func (m *Metrics) StoreThrottled(table, operation string) {
+	m.throttled.WithLabelValues(table, operation).Inc()
 }

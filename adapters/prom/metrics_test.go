@@ -18,7 +18,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.CacheLookup("skier_day_vertical", false)
 	m.Rejected("rate")
 	m.BreakerState("open")
-	m.AddCapacity("BatchWriteItem", 0, 25)
+	m.AddCapacity("skierTable", "AddRides", 0, 25)
+	m.StoreThrottled("skierTable", "BatchWriteItem")
 	m.RideRejected("not_found")
 	m.RidesDropped("shutdown", 5)
 
@@ -38,7 +39,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_publish_breaker_state 2`,
 		`skidata_rides_rejected_total{reason="not_found"} 1`,
 		`skidata_rides_dropped_total{reason="shutdown"} 5`,
-		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
+		`skidata_store_capacity_units_total{kind="write",op="AddRides",table="skierTable"} 25`,
+		`skidata_store_throttled_total{operation="BatchWriteItem",table="skierTable"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

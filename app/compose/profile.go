@@ -26,14 +26,14 @@ type Profile struct {
 // Profiles are the deployment profiles --profile / SKI_PROFILE accept.
 var Profiles = map[string]Profile{
 	// ec2 is the AWS layout of docs/operations.md: API and consumer
-	// instances sharing a RabbitMQ broker, rides in DynamoDB (adopted
+	// instances sharing a RabbitMQ broker, rides in DynamoDB (sharded
 	// model), credentials from the instance role, JSON logs for the
 	// journal and CloudWatch. The role comes from SKI_ROLE. Its injectors
 	// (inject_ec2.go) ask the instance metadata service for the region
 	// when nothing else gives it.
 	"ec2": {
 		Defaults: map[string]string{
-			"store":      "dynamo-adopted",
+			"store":      "dynamo-sharded",
 			"queue":      "rabbitmq",
 			"log-format": "json",
 		},

@@ -24,7 +24,7 @@ func TestProfileEC2ChoosesDynamoRabbitMQAndJSONLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != "dynamo-adopted" || c.Queue != "rabbitmq" || c.LogFormat != "json" || c.Role != "all" {
+	if c.Store != "dynamo-sharded" || c.Queue != "rabbitmq" || c.LogFormat != "json" || c.Role != "all" {
 		t.Errorf("ec2 profile gave store %q queue %q log-format %q role %q", c.Store, c.Queue, c.LogFormat, c.Role)
 	}
 	if src["store"] != "profile ec2" || src["role"] != "default" || src["profile"] != "flag" {
@@ -43,7 +43,7 @@ func TestProfilePrecedenceFlagOverEnvOverProfileOverDefault(t *testing.T) {
 		wantSrc   string
 	}{
 		{"default only", nil, nil, "memory", "default"},
-		{"profile over default", nil, map[string]string{"SKI_PROFILE": "ec2"}, "dynamo-adopted", "profile ec2"},
+		{"profile over default", nil, map[string]string{"SKI_PROFILE": "ec2"}, "dynamo-sharded", "profile ec2"},
 		{"env over profile", nil, map[string]string{"SKI_PROFILE": "ec2", "SKI_STORE": "dynamo-abandoned"}, "dynamo-abandoned", "env SKI_STORE"},
 		{"flag over env and profile", []string{"--store", "memory"}, map[string]string{"SKI_PROFILE": "ec2", "SKI_STORE": "dynamo-abandoned"}, "memory", "flag"},
 		{"flag profile, env store", []string{"--profile", "ec2"}, map[string]string{"SKI_STORE": "memory"}, "memory", "env SKI_STORE"},
@@ -136,7 +136,7 @@ func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
 	for _, want := range []string{
 		"amqp-url = amqp://u:xxxxx@mq/ (profile ec2 via AMQP_URL)",
 		"database-url = postgres://a:xxxxx@h/db (flag)",
-		"store = dynamo-adopted (profile ec2)",
+		"store = dynamo-sharded (profile ec2)",
 		"profile = ec2 (env SKI_PROFILE)",
 		"listen = :8080 (default)",
 	} {

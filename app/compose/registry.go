@@ -219,6 +219,7 @@ func dynamoConfig(cfg Config) dynamo.Config {
 // start with a message naming it.
 func openDynamo(ctx context.Context, env Env) (Stores, func(), error) {
 	dc := dynamoConfig(env.Config)
+	dc.Metrics = env.Metrics // consumed capacity and throttles, by table and operation
 	region, err := env.Region(ctx)
 	if err != nil {
 		return Stores{}, nil, err

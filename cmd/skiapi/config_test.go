@@ -18,7 +18,7 @@ func TestConfigCommandPrintsEffectiveSettingsWithSourcesAndMaskedSecrets(t *test
 	for _, want := range []string{
 		"amqp-url = amqp://skidata:xxxxx@mq:5672/ (flag)\n",
 		"role = consumer (env SKI_ROLE)\n",
-		"store = dynamo-adopted (profile ec2)\n",
+		"store = dynamo-sharded (profile ec2)\n",
 		"batch-size = 500 (default)\n",
 	} {
 		if !strings.Contains(out.String(), want) {

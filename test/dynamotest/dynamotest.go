@@ -38,7 +38,10 @@ const Region = "us-west-2"
 
 const installHint = "run `npm ci --prefix test/dynamodb` from the repository root"
 
-var endpoint string
+var (
+	endpoint string // the strictness proxy every test client goes through
+	upstream string // dynalite itself
+)
 
 // Main starts dynalite (unless EnvEndpoint is set), runs the tests and stops
 // it. When the server cannot be started it prints why and how to fix it and
@@ -47,7 +50,13 @@ var endpoint string
 //	func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 func Main(m *testing.M, args ...string) int {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		endpoint = ep
+		px, err := StartProxy(ep, Options{})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			return 1
+		}
+		defer px.Close()
+		endpoint, upstream = px.URL, ep
 		return m.Run()
 	}
 	srv, err := Start(args...)
@@ -56,15 +65,22 @@ func Main(m *testing.M, args ...string) int {
 		return 1
 	}
 	defer srv.Stop()
-	endpoint = srv.Endpoint
+	endpoint, upstream = srv.Endpoint, srv.Upstream
 	return m.Run()
 }
 
-// Server is a running dynalite.
+// Server is a running dynalite behind a strictness proxy.
 type Server struct {
+	// Endpoint is the strictness proxy's URL: what clients use, so that
+	// dynalite is held to what AWS accepts (proxy.go).
 	Endpoint string
-	cmd      *exec.Cmd
-	done     chan struct{}
+	// Upstream is dynalite's own URL, for another Proxy in front of it
+	// (with other Options) or a test of dynalite itself.
+	Upstream string
+	// Proxy is the strictness proxy at Endpoint.
+	Proxy *Proxy
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // Start runs dynalite on a free loopback port with the extra command-line
@@ -90,10 +106,11 @@ func Start(args ...string) (*Server, error) {
 	cmd := exec.Command(node, argv...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dynalite: %w", err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
+	s := &Server{Upstream: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
 	var exitErr atomic.Value
 	go func() {
 		if err := cmd.Wait(); err != nil {
@@ -108,12 +125,18 @@ func Start(args ...string) (*Server, error) {
 			return nil, fmt.Errorf("dynalite exited before answering (%v): %s", exitErr.Load(), stderr.String())
 		default:
 		}
-		if answers(s.Endpoint) {
+		if answers(s.Upstream) {
+			px, err := StartProxy(s.Upstream, Options{})
+			if err != nil {
+				s.Stop()
+				return nil, err
+			}
+			s.Proxy, s.Endpoint = px, px.URL
 			return s, nil
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("dynalite did not answer on %s within 30s: %s", s.Endpoint, stderr.String())
+			return nil, fmt.Errorf("dynalite did not answer on %s within 30s: %s", s.Upstream, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -121,6 +144,9 @@ func Start(args ...string) (*Server, error) {
 
 // Stop ends the server and waits for it to exit.
 func (s *Server) Stop() {
+	if s.Proxy != nil {
+		s.Proxy.Close()
+	}
 	_ = s.cmd.Process.Kill()
 	<-s.done
 }
@@ -180,12 +206,12 @@ func Client(t testing.TB) *dynamodb.Client {
 }
 
 // ClientFor returns a test client for the given endpoint.
-func ClientFor(url string) *dynamodb.Client {
+func ClientFor(url string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(url),
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
+	}, optFns...)
 }
 
 var seq atomic.Int64
@@ -208,7 +234,12 @@ func Context(t testing.TB) context.Context {
 func EndpointOrStart(t testing.TB) string {
 	t.Helper()
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		return ep
+		px, err := StartProxy(ep, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(px.Close)
+		return px.URL
 	}
 	srv, err := Start()
 	if err != nil {
@@ -216,4 +247,36 @@ func EndpointOrStart(t testing.TB) string {
 	}
 	t.Cleanup(srv.Stop)
 	return srv.Endpoint
+}
+
+// NewProxy starts a proxy with opts in front of the dynalite Main started
+// (for the throughput model, or per-key accounting of one test's writes)
+// and stops it when the test ends.
+func NewProxy(t testing.TB, opts Options) *Proxy {
+	t.Helper()
+	if upstream == "" {
+		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
+	}
+	px, err := StartProxy(upstream, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	return px
+}
+
+// UpstreamOrStart is dynalite itself, with no proxy in front, for a test
+// that puts a Proxy of its own there: the server EnvEndpoint names, or a
+// dynalite started for this test and stopped when it ends.
+func UpstreamOrStart(t testing.TB) string {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return ep
+	}
+	srv, err := Start()
+	if err != nil {
+		t.Fatalf("no DynamoDB test server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.Upstream
 }

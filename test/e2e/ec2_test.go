@@ -52,7 +52,7 @@ func ec2Config(t *testing.T, args ...string) compose.Config {
 	if err != nil {
 		t.Fatalf("parse ec2 config: %v", err)
 	}
-	if cfg.Store != "dynamo-adopted" || cfg.Queue != "rabbitmq" || cfg.LogFormat != "json" {
+	if cfg.Store != "dynamo-sharded" || cfg.Queue != "rabbitmq" || cfg.LogFormat != "json" {
 		t.Fatalf("SKI_PROFILE=ec2 gave store %s, queue %s, logs %s", cfg.Store, cfg.Queue, cfg.LogFormat)
 	}
 	return cfg
@@ -88,7 +88,7 @@ func buildFails(t *testing.T, cfg compose.Config, wants ...string) {
 }
 
 // TestEC2ProfileEndToEnd runs the HTTP suite on the production layout (the
-// ec2 profile: DynamoDB adopted model, RabbitMQ, JSON logs) with only the
+// ec2 profile: DynamoDB sharded model, RabbitMQ, JSON logs) with only the
 // DynamoDB endpoint pointed at dynalite and the broker at the local one.
 func TestEC2ProfileEndToEnd(t *testing.T) {
 	endpoint := dynamotest.EndpointOrStart(t)
@@ -96,7 +96,7 @@ func TestEC2ProfileEndToEnd(t *testing.T) {
 	ec2Env(t, amqpURL, dynamotest.Region)
 	prefix := dynamotest.Prefix(t)
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix)
-	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelAdopted); err != nil {
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
 		t.Fatalf("CreateTables: %v", err)
 	}
 	apitest.Run(t, apitest.Start(t, cfg))
@@ -114,7 +114,7 @@ func TestEC2ProfileFailsFastWhenRabbitMQIsUnreachable(t *testing.T) {
 	closed := closedURL(t)
 	ec2Env(t, "amqp://guest:guest@"+strings.TrimPrefix(closed, "http://")+"/", dynamotest.Region)
 	prefix := dynamotest.Prefix(t)
-	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelAdopted); err != nil {
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
 		t.Fatalf("CreateTables: %v", err)
 	}
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix)

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
@@ -14,30 +16,53 @@ import (
 // and DayID 1..Days of Season, by a PCG generator seeded with Seed, so the
 // same flags give the same rides on every machine and run.
 type DataSet struct {
-	Seed    uint64
-	Rides   int
-	Skiers  int32
-	Resorts int32
-	Lifts   int32
-	Times   int32
-	Days    int
-	Season  string
+	// Workload is WorkloadSparse or WorkloadDense.
+	Workload string
+	Seed     uint64
+	Rides    int
+	Skiers   int32
+	Resorts  int32
+	Lifts    int32
+	Times    int32
+	Days     int
+	Season   string
 }
 
 // DefaultDataSet is the data set: 100,000 skiers at 10 resorts with
 // 40 lifts, times 1..360, season 2024.
 func DefaultDataSet() DataSet {
-	return DataSet{Seed: 42, Rides: 200_000, Skiers: 100_000, Resorts: 10, Lifts: 40, Times: 360, Days: 10, Season: "2024"}
+	return DataSet{Workload: WorkloadSparse, Seed: 42, Rides: 200_000, Skiers: 100_000, Resorts: 10, Lifts: 40, Times: 360, Days: 10, Season: "2024"}
 }
 
 func (d DataSet) rng(stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(d.Seed, stream))
 }
 
+// The workloads.
+const (
+	// WorkloadSparse draws every ride independently: a skier's rides of a
+	// day are rare and scattered through the load.
+	WorkloadSparse = "sparse"
+	// WorkloadDense gives each skier-day RidesPerSkierDay rides in time
+	// order through the day, and loads the days in order with every
+	// skier's rides interleaved by time, as the lifts would send them.
+	WorkloadDense = "dense"
+)
+
+// RidesPerSkierDay is the dense workload's rides a skier-day.
+const RidesPerSkierDay = 20
+
 // Generate returns the data set's rides, always the same for the same
 // DataSet. It may hold a ride twice (a redelivery, as the stores must
 // tolerate): every store counts it once.
 func (d DataSet) Generate() ([]domain.LiftRide, error) {
+	switch d.Workload {
+	case WorkloadDense:
+		return d.dense()
+	case WorkloadSparse, "":
+	default:
+		return nil, fmt.Errorf("unknown workload %q (sparse or dense)", d.Workload)
+	}
 	r := d.rng(1)
 	out := make([]domain.LiftRide, d.Rides)
 	for i := range out {
@@ -49,6 +74,29 @@ func (d DataSet) Generate() ([]domain.LiftRide, error) {
 		}
 		out[i] = ride
 	}
+	return out, nil
+}
+
+func (d DataSet) dense() ([]domain.LiftRide, error) {
+	r := d.rng(3)
+	out := make([]domain.LiftRide, 0, d.Rides)
+	for len(out) < d.Rides {
+		resort, day, skier := domain.ResortID(1+r.Int32N(d.Resorts)), 1+r.IntN(d.Days), domain.SkierID(1+r.Int32N(d.Skiers))
+		n := min(RidesPerSkierDay, d.Rides-len(out), int(d.Times))
+		times := r.Perm(int(d.Times))[:n]
+		for _, tm := range times {
+			ride, err := domain.NewLiftRide(resort, d.Season, day, skier, int32(1+tm), 1+r.Int32N(d.Lifts))
+			if err != nil {
+				return nil, fmt.Errorf("data set ride %d: %w", len(out), err)
+			}
+			out = append(out, ride)
+		}
+	}
+	// Day by day, and within a day by time: every skier's day arrives in
+	// order, interleaved with the others' (ties in the random order above).
+	slices.SortStableFunc(out, func(a, b domain.LiftRide) int {
+		return cmp.Or(cmp.Compare(a.DayID(), b.DayID()), cmp.Compare(a.Time(), b.Time()))
+	})
 	return out, nil
 }
 

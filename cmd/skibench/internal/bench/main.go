@@ -41,17 +41,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&ds.Seed, "seed", ds.Seed, "seed of the data set and the query mix")
 	fs.IntVar(&ds.Rides, "rides", ds.Rides, "rides in the data set")
 	fs.IntVar(&ds.Days, "days", ds.Days, "days 1..N of the season the rides fall on")
+	var resorts int
+	fs.IntVar(&resorts, "resorts", int(ds.Resorts), "resort ids 1..N (1: a burst at one resort)")
 	var skiers int
 	fs.IntVar(&skiers, "skiers", int(ds.Skiers), "skier ids 1..N")
 	fs.StringVar(&env.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL for the postgres store; the run uses a fresh schema")
-	fs.StringVar(&env.DynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint; empty: start dynalite from test/dynamodb for the run")
+	fs.StringVar(&env.DynamoEndpoint, "dynamo-endpoint", "", "a running dynalite (each store puts its own strictness proxy in front); empty: start one from test/dynamodb for the run")
 	fs.StringVar(&env.DynamoRegion, "dynamo-region", "us-west-2", "DynamoDB region")
 	fs.IntVar(&env.DynamoWriteConcurrency, "dynamo-write-concurrency", 8, "DynamoDB write requests in flight per AddRides call")
 	fs.BoolVar(&env.Keep, "keep", false, "keep the postgres schema and the DynamoDB tables after the run")
+	fs.BoolVar(&env.Throughput, "throughput-model", false, "throttle every DynamoDB partition key value at AWS's 1,000 WCU/s and 3,000 RCU/s (test/dynamotest)")
+	fs.Float64Var(&env.PartitionWriteUnits, "partition-write-units", 1000, "with --throughput-model: write units a second per partition key value (lower it to stand for a burst faster than dynalite can go)")
+	fs.StringVar(&ds.Workload, "workload", ds.Workload, "sparse (rides drawn independently) or dense (each skier-day's rides in time order, interleaved)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ds.Skiers = int32(skiers)
+	ds.Skiers, ds.Resorts = int32(skiers), int32(resorts)
 	names := strings.Split(*stores, ",")
 	for _, n := range names {
 		if !slices.Contains(StoreNames, n) {
@@ -59,8 +64,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if ds.Rides <= 0 || ds.Days < 1 || ds.Days > 366 || ds.Skiers < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
-		fmt.Fprintln(stderr, "skibench: --rides, --days (1..366), --skiers, --batch-size, --writers and --queries must be positive")
+	if ds.Workload != WorkloadSparse && ds.Workload != WorkloadDense {
+		fmt.Fprintf(stderr, "skibench: --workload must be %s or %s\n", WorkloadSparse, WorkloadDense)
+		return 2
+	}
+	if ds.Rides <= 0 || ds.Days < 1 || ds.Days > 366 || ds.Skiers < 1 || ds.Resorts < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
+		fmt.Fprintln(stderr, "skibench: --rides, --days (1..366), --skiers, --resorts, --batch-size, --writers and --queries must be positive")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

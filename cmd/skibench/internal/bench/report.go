@@ -64,9 +64,9 @@ func orDash(dynamo bool, s string) string {
 // WriteMarkdown writes a table per store, then the comparison tables.
 func (r Report) WriteMarkdown(w io.Writer) {
 	ds := r.DataSet
-	fmt.Fprintf(w, "Data set: seed %d, %d rides, skiers 1..%d, resorts 1..%d, lifts 1..%d, time 1..%d, season %s, days 1..%d. "+
+	fmt.Fprintf(w, "Workload %s. Data set: seed %d, %d rides, skiers 1..%d, resorts 1..%d, lifts 1..%d, time 1..%d, season %s, days 1..%d. "+
 		"Load: batches of %d, %d writers; DynamoDB requests in flight per batch: %d. Queries: %d of each kind, one at a time.\n\n",
-		ds.Seed, ds.Rides, ds.Skiers, ds.Resorts, ds.Lifts, ds.Times, ds.Season, ds.Days,
+		ds.Workload, ds.Seed, ds.Rides, ds.Skiers, ds.Resorts, ds.Lifts, ds.Times, ds.Season, ds.Days,
 		r.Load.BatchSize, r.Load.Writers, r.Load.DynamoWriteConcurrency, r.QueriesPer)
 	for _, res := range r.Results {
 		fmt.Fprintf(w, "### %s\n\n| measure | value |\n|---|---|\n", res.Store)
@@ -76,9 +76,14 @@ func (r Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| AddRides calls / queries | %d / %d |\n", res.WriteCalls, res.ReadCalls)
 		if res.Dynamo {
 			fmt.Fprintf(w, "| DynamoDB write / read requests | %d / %d |\n", res.WriteRequests, res.ReadRequests)
-			fmt.Fprintf(w, "| write units reported + GSI writes added¹ = total | %s + %s = %s (%s a ride) |\n",
-				num(res.WriteCU), num(res.GSIWriteCU), num(res.TotalWriteCU), num(res.WriteCUPerRide))
-			fmt.Fprintf(w, "| read units (query mix) | %s |\n", num(res.ReadCU))
+			fmt.Fprintf(w, "| write units: tables + indexes¹ = total | %s + %s = %s (%s a ride) |\n",
+				num(res.TotalWriteCU-res.GSIWriteCU), num(res.GSIWriteCU), num(res.TotalWriteCU), num(res.WriteCUPerRide))
+			fmt.Fprintf(w, "| read units (query mix) | %s (%s a query) |\n", num(res.ReadCU), num(res.ReadCUPerQuery))
+			fmt.Fprintf(w, "| hottest partition key | %s: %.2f%% of the write units |\n", res.HotKey, 100*res.HotShare)
+			fmt.Fprintf(w, "| ride rate at which it throttles on AWS² | %s rides/s |\n", num(res.ThrottleRideRate))
+			if res.Throttled > 0 {
+				fmt.Fprintf(w, "| requests throttled by the throughput model | %d |\n", res.Throttled)
+			}
 		}
 		fmt.Fprintf(w, "| stored | %d %s |\n", res.Stored, res.StoredUnit)
 		fmt.Fprintf(w, "| answers differing from memory | %d |\n", res.Mismatches)
@@ -93,13 +98,13 @@ func (r Report) WriteMarkdown(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "### Comparison: writes and size\n\n")
-	fmt.Fprintf(w, "| store | rides | rides/s | write requests | write units (reported + GSI¹) | units a ride | read requests | read units | stored | mismatches |\n")
+	fmt.Fprintf(w, "| store | rides | rides/s | write requests | write units (tables + indexes¹) | units a ride | read requests | read units | stored | mismatches |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %d %s | %d |\n",
 			res.Store, res.Rides, num(res.RidesPerSec),
 			orDash(res.Dynamo, fmt.Sprint(res.WriteRequests)),
-			orDash(res.Dynamo, num(res.WriteCU)+" + "+num(res.GSIWriteCU)+" = "+num(res.TotalWriteCU)),
+			orDash(res.Dynamo, num(res.TotalWriteCU-res.GSIWriteCU)+" + "+num(res.GSIWriteCU)+" = "+num(res.TotalWriteCU)),
 			orDash(res.Dynamo, num(res.WriteCUPerRide)),
 			orDash(res.Dynamo, fmt.Sprint(res.ReadRequests)),
 			orDash(res.Dynamo, num(res.ReadCU)),
@@ -118,11 +123,56 @@ func (r Report) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\n¹ The local DynamoDB (dynalite) reports the base table's write units only. "+
-		"skibench adds one write unit per global secondary index per item stored (an index entry is under 1 KB; "+
-		"a fresh load writes each item's entry once, and rewrites that keep the index key add none). "+
-		"Failed conditional writes are counted as requests but carry no units in dynalite's answer, so their "+
-		"cost (1 WCU each on AWS) is not in the totals.\n")
+	r.writeHotKeysAndCost(w)
+	fmt.Fprintf(w, "\n¹ Write units as test/dynamotest's proxy accounts them per partition key value: 1 a KB of item "+
+		"on the table's partition, and 1 a KB of projected entry on each index partition the item is newly indexed under "+
+		"(dynalite itself reports the table's units only). A failed conditional write is charged 1 unit.\n"+
+		"² AWS serves at most 1,000 write units a second per partition key value: the ride rate, in this data set's mix "+
+		"of resorts and days, at which the hottest key reaches that.\n")
+}
+
+// List prices, us-east-1, after AWS's November 2024 on-demand price cut
+// (aws.amazon.com/dynamodb/pricing); check the current ones.
+const (
+	onDemandWritePerMillion = 0.625   // $ per million write request units
+	onDemandReadPerMillion  = 0.125   // $ per million read request units
+	provisionedWCUHour      = 0.00065 // $ per WCU-hour
+	provisionedRCUHour      = 0.00013 // $ per RCU-hour
+)
+
+// BreakEvenUtilisation is the average use of provisioned write capacity
+// above which it costs less than on demand: a WCU-hour buys 3,600 writes
+// a second's worth, on demand those cost 3,600 × the unit price.
+func BreakEvenUtilisation() float64 {
+	return provisionedWCUHour / (3600 * onDemandWritePerMillion / 1e6)
+}
+
+func (r Report) writeHotKeysAndCost(w io.Writer) {
+	var any bool
+	for _, res := range r.Results {
+		any = any || res.Dynamo
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintf(w, "\n### Comparison: hot keys and cost (DynamoDB)\n\n")
+	fmt.Fprintf(w, "| store | write units a ride¹ | read units a query | hottest partition key | its share of writes | throttles on AWS at² | $ a million rides (writes, on demand) | $ a month for 100M rides (on demand) | provisioned WCU for 100M rides/month at 100%% use, $ a month |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, res := range r.Results {
+		if !res.Dynamo {
+			continue
+		}
+		perMillion := res.WriteCUPerRide * onDemandWritePerMillion
+		wcu := 100e6 * res.WriteCUPerRide / (30 * 24 * 3600)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f%% | %s rides/s | %s | %s | %s WCU, %s |\n",
+			res.Store, num(res.WriteCUPerRide), num(res.ReadCUPerQuery), res.HotKey, 100*res.HotShare, num(res.ThrottleRideRate),
+			num(perMillion), num(100*perMillion), num(wcu), num(wcu*provisionedWCUHour*30*24))
+	}
+	fmt.Fprintf(w, "\nPrices: on demand $%.3f a million write units, $%.3f a million read units; provisioned $%.5f a WCU-hour, $%.5f an RCU-hour "+
+		"(us-east-1 list prices after the November 2024 cut, aws.amazon.com/dynamodb/pricing: list prices, check current). "+
+		"Provisioned capacity costs less than on demand above %.0f%% average use of what is provisioned, whatever the model; "+
+		"a month is 30 days; storage, backups and data transfer are not included.\n",
+		onDemandWritePerMillion, onDemandReadPerMillion, provisionedWCUHour, provisionedRCUHour, 100*BreakEvenUtilisation())
 }
 
 // WriteSVG draws two panels: write throughput per store, and p99 latency

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/dynamotest"
 )
 
 // Target is one store under test, as OpenTarget wires it.
@@ -25,10 +27,10 @@ type Target struct {
 	// Capacity is the DynamoDB stores' request and unit counters; nil for
 	// the others.
 	Capacity dynamo.Capacity
-	// IndexesPerItem is how many GSIs index each item Count counts
-	// (DynamoDB only); dynalite does not bill their writes, so Run adds
-	// them (GSIWriteUnits).
-	IndexesPerItem int
+	// Partitions is the write accounting per partition key value of the
+	// DynamoDB store's tables and indexes (its proxy's); nil for the
+	// others. dynalite bills no index writes; the proxy does.
+	Partitions func() []dynamotest.PartitionUsage
 	// Close releases the store (drops the schema or tables unless kept).
 	Close func(ctx context.Context) error
 }
@@ -57,8 +59,9 @@ type Result struct {
 	// and queries.
 	WriteCalls int `json:"write_calls"`
 	ReadCalls  int `json:"read_calls"`
-	// DynamoDB only (zero otherwise): requests sent, units reported by the
-	// server, and the index write units the benchmark adds.
+	// DynamoDB only (zero otherwise): requests sent, write units of the
+	// tables and of the indexes as the proxy accounts them (dynalite
+	// reports the table's only), read units reported for the query mix.
 	Dynamo         bool    `json:"dynamo"`
 	WriteRequests  int64   `json:"write_requests,omitempty"`
 	ReadRequests   int64   `json:"read_requests,omitempty"`
@@ -67,8 +70,19 @@ type Result struct {
 	TotalWriteCU   float64 `json:"total_write_cu,omitempty"`
 	ReadCU         float64 `json:"read_cu,omitempty"`
 	WriteCUPerRide float64 `json:"write_cu_per_ride,omitempty"`
-	Stored         int64   `json:"stored"`
-	StoredUnit     string  `json:"stored_unit"`
+	ReadCUPerQuery float64 `json:"read_cu_per_query,omitempty"`
+	// HotKey is the partition key value (of a table or index) that took
+	// the most write units, HotShare its share of all the write units, and
+	// ThrottleRideRate the rides a second (in this data set's mix) at
+	// which it would reach AWS's 1,000 WCU/s for one partition.
+	HotKey           string  `json:"hot_key,omitempty"`
+	HotShare         float64 `json:"hot_share,omitempty"`
+	ThrottleRideRate float64 `json:"throttle_ride_rate,omitempty"`
+	// Throttled counts the requests the throughput model refused (with
+	// --throughput-model).
+	Throttled  int64  `json:"throttled,omitempty"`
+	Stored     int64  `json:"stored"`
+	StoredUnit string `json:"stored_unit"`
 	// Latencies per query kind.
 	Latencies map[string]Latency `json:"latencies"`
 	// Mismatches counts the queries whose answer differs from the memory
@@ -77,12 +91,21 @@ type Result struct {
 	Mismatched []string `json:"mismatched,omitempty"`
 }
 
-// GSIWriteUnits is the index write cost dynalite leaves out: each item
-// written once (a fresh load) writes one entry, of under 1 KB, to each GSI
-// that indexes it, at 1 WCU each. Rewrites that leave the index key alone
-// add none (docs/dynamodb.md).
-func GSIWriteUnits(indexesPerItem int, items int64) float64 {
-	return float64(indexesPerItem) * float64(items)
+// partitionStats sums the write accounting: table and index units, and
+// the hottest partition key value.
+func partitionStats(parts []dynamotest.PartitionUsage) (table, index float64, hot dynamotest.PartitionUsage, throttled int64) {
+	for _, p := range parts {
+		if p.Index == "" {
+			table += p.WriteUnits
+		} else {
+			index += p.WriteUnits
+		}
+		if p.WriteUnits > hot.WriteUnits {
+			hot = p
+		}
+		throttled += p.Throttled
+	}
+	return table, index, hot, throttled
 }
 
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the
@@ -188,13 +211,37 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 				res.ReadCU += st.ReadCU
 			}
 		}
-		res.GSIWriteCU = GSIWriteUnits(t.IndexesPerItem, res.Stored)
-		res.TotalWriteCU = res.WriteCU + res.GSIWriteCU
+	}
+	if t.Partitions != nil {
+		table, index, hot, throttled := partitionStats(t.Partitions())
+		res.GSIWriteCU = index
+		res.TotalWriteCU = table + index
+		res.Throttled = throttled
+		if res.TotalWriteCU > 0 {
+			res.HotShare = hot.WriteUnits / res.TotalWriteCU
+			res.HotKey = hotName(hot)
+			res.ThrottleRideRate = dynamotest.PartitionWriteUnits * float64(len(rides)) / hot.WriteUnits
+		}
 		if len(rides) > 0 {
 			res.WriteCUPerRide = res.TotalWriteCU / float64(len(rides))
 		}
+		if len(queries) > 0 {
+			res.ReadCUPerQuery = res.ReadCU / float64(len(queries))
+		}
 	}
 	return res, nil
+}
+
+// hotName names a partition key value without the run's table prefix.
+func hotName(p dynamotest.PartitionUsage) string {
+	table := p.Table
+	if i := strings.LastIndex(table, "_"); i >= 0 {
+		table = table[i+1:]
+	}
+	if p.Index != "" {
+		table += "/" + p.Index
+	}
+	return table + " " + p.Key
 }
 
 // Reference answers the queries from the in-memory store loaded with the

@@ -30,12 +30,16 @@ type Env struct {
 	RunID string
 	// Keep leaves the schema and tables in place for inspection.
 	Keep bool
-
-	dynamoClient *dynamodb.Client
+	// Throughput puts the partition-throughput model (1,000 WCU/s and
+	// 3,000 RCU/s per partition key value) in front of the DynamoDB stores.
+	Throughput bool
+	// PartitionWriteUnits is the model's write units per partition key
+	// value a second; 0 means AWS's 1,000.
+	PartitionWriteUnits float64
 }
 
 // StoreNames are the stores OpenTarget knows.
-var StoreNames = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters"}
+var StoreNames = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters", "dynamo-sharded"}
 
 // OpenTarget wires the named store to a fresh, empty place: a new schema
 // for postgres, new tables under a new prefix for DynamoDB.
@@ -83,43 +87,42 @@ func dropSchema(ctx context.Context, url, schema string) error {
 	return nil
 }
 
+// openDynamo puts a proxy of its own in front of dynalite for the store
+// (test/dynamotest): it holds the requests to what AWS accepts, accounts
+// the write units of every partition key value of the tables and indexes,
+// and throttles them as AWS would when env.Throughput is set.
 func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, error) {
-	if env.dynamoClient == nil {
-		if env.DynamoEndpoint == "" {
-			return nil, errors.New("no DynamoDB endpoint (Main starts dynalite when --dynamo-endpoint is empty)")
-		}
-		c, err := dynamo.NewClient(ctx, dynamo.Config{Region: env.DynamoRegion, Endpoint: env.DynamoEndpoint})
-		if err != nil {
-			return nil, err
-		}
-		if err := checkCredentials(ctx, c, env.DynamoEndpoint); err != nil {
-			return nil, err
-		}
-		env.dynamoClient = c
+	if env.DynamoEndpoint == "" {
+		return nil, errors.New("no DynamoDB endpoint (Main starts dynalite when --dynamo-endpoint is empty)")
 	}
-	client := env.dynamoClient
+	px, err := dynamotest.StartProxy(env.DynamoEndpoint, dynamotest.Options{Throughput: env.Throughput, WriteUnits: env.PartitionWriteUnits})
+	if err != nil {
+		return nil, err
+	}
+	client := dynamotest.ClientFor(px.URL)
 	cfg := dynamo.Config{
-		Region: env.DynamoRegion, Endpoint: env.DynamoEndpoint, Model: model,
+		Region: env.DynamoRegion, Endpoint: px.URL, Model: model,
 		TablePrefix:      fmt.Sprintf("skibench_%s_%s_", env.RunID, model),
 		WriteConcurrency: env.DynamoWriteConcurrency,
 	}
 	defs, err := dynamo.TableDefinitions(cfg.TablePrefix, model)
 	if err != nil {
+		px.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := dynamo.CreateTables(ctx, client, cfg.TablePrefix, model); err != nil {
+		px.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	s, err := dynamo.NewRideStore(client, cfg)
 	if err != nil {
+		px.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	// Only the skier table carries indexes, and CountItems counts its
-	// items (plus, for counters, unindexed resort-day items).
-	indexes := len(defs[0].GlobalSecondaryIndexes)
 	return &Target{
-		Name: name, Store: s, Count: s.CountItems, CountUnit: "items", Capacity: s, IndexesPerItem: indexes,
+		Name: name, Store: s, Count: s.CountItems, CountUnit: "items", Capacity: s, Partitions: px.Partitions,
 		Close: func(ctx context.Context) error {
+			defer px.Close()
 			if env.Keep {
 				return nil
 			}
@@ -134,23 +137,6 @@ func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, err
 	}, nil
 }
 
-// credentialsTimeout bounds the credential lookup: off EC2, the SDK's last
-// resort (the instance metadata service) can take seconds to give up.
-const credentialsTimeout = 10 * time.Second
-
-// checkCredentials asks the SDK's chain for credentials before any request.
-// With --dynamo-endpoint and nothing in the environment or the shared
-// config, the chain ends at the EC2 instance metadata service, and its error
-// ("no EC2 IMDS role found") does not say what to set; this one does.
-func checkCredentials(ctx context.Context, c *dynamodb.Client, endpoint string) error {
-	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
-	defer cancel()
-	if _, err := c.Options().Credentials.Retrieve(ctx); err != nil {
-		return fmt.Errorf("no AWS credentials for the DynamoDB at %s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values do for dynalite), or AWS_PROFILE naming a profile in ~/.aws; or leave --dynamo-endpoint empty and skibench starts dynalite itself (the SDK said: %w)", endpoint, err)
-	}
-	return nil
-}
-
 // startDynalite runs dynalite from test/dynamodb for the run when no
 // endpoint is given, and points env at it with dummy credentials.
 func startDynalite(env *Env) (stop func(), err error) {
@@ -158,9 +144,9 @@ func startDynalite(env *Env) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start dynalite (or pass --dynamo-endpoint): %w", err)
 	}
-	env.DynamoEndpoint = srv.Endpoint
+	// Each store puts its own proxy in front of dynalite itself.
+	env.DynamoEndpoint = srv.Upstream
 	env.DynamoRegion = dynamotest.Region
-	env.dynamoClient = dynamotest.ClientFor(srv.Endpoint)
 	return srv.Stop, nil
 }
 

@@ -1,0 +1,337 @@
+package dynamotest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Proxy sits between a client and dynalite and answers as AWS does where
+// dynalite would not: it refuses the requests AWS refuses (the strictness
+// layer, strict.go) and, when Options.Throughput is set, throttles a
+// partition key value past AWS's per-partition throughput (throughput.go).
+// It speaks DynamoDB's JSON protocol: the operation is in the X-Amz-Target
+// header, the request a JSON body. Every write it lets through is accounted
+// to the partition key values of the table and of each global secondary
+// index it lands on (Partitions), whether throttling is on or not.
+//
+// It learns the tables' key schemas from the CreateTable requests passing
+// through, or asks dynalite (DescribeTable) the first time it meets a table
+// created elsewhere.
+type Proxy struct {
+	// URL is what clients use as their endpoint.
+	URL string
+
+	upstream string
+	opts     Options
+	srv      *http.Server
+	httpc    *http.Client
+	describe *dynamodb.Client
+
+	mu      sync.Mutex
+	schemas map[string]*tableSchema
+	parts   map[PartitionKey]*partition
+}
+
+// Options tunes a Proxy.
+type Options struct {
+	// Throughput turns the partition-throughput model on: each partition
+	// key value of a table or index serves WriteUnits write units and
+	// ReadUnits read units a second, and answers
+	// ProvisionedThroughputExceededException beyond that.
+	Throughput bool
+	// WriteUnits and ReadUnits per partition key value and second; 0 means
+	// AWS's 1,000 and 3,000.
+	WriteUnits, ReadUnits float64
+}
+
+// AWS's per-partition limits.
+const (
+	PartitionWriteUnits = 1000
+	PartitionReadUnits  = 3000
+)
+
+// StartProxy listens on a free loopback port and forwards to upstream.
+func StartProxy(upstream string, opts Options) (*Proxy, error) {
+	if opts.WriteUnits <= 0 {
+		opts.WriteUnits = PartitionWriteUnits
+	}
+	if opts.ReadUnits <= 0 {
+		opts.ReadUnits = PartitionReadUnits
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("strictness proxy: listen: %w", err)
+	}
+	p := &Proxy{
+		URL:      "http://" + ln.Addr().String(),
+		upstream: strings.TrimSuffix(upstream, "/"),
+		opts:     opts,
+		httpc: &http.Client{Transport: &http.Transport{
+			MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second,
+		}},
+		describe: ClientFor(upstream),
+		schemas:  map[string]*tableSchema{},
+		parts:    map[PartitionKey]*partition{},
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.srv.Shutdown(ctx)
+}
+
+// awsError is DynamoDB's error body.
+type awsError struct {
+	Type    string `json:"__type"`
+	Message string `json:"message"`
+}
+
+// Error types as DynamoDB names them on the wire.
+const (
+	typeValidation = "com.amazon.coral.validate#ValidationException"
+	typeThroughput = "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"
+)
+
+// The messages DynamoDB sends with a throttled on-demand request: one for
+// the table, one when a global secondary index is short of capacity.
+const (
+	msgTableThrottled = "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly. If exceptions persist, check if you have a hot key: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
+	msgIndexThrottled = "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."
+)
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	// The SDK checks the body against this CRC when it is present.
+	w.Header().Set("X-Amz-Crc32", fmt.Sprint(crc32.ChecksumIEEE(body)))
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func refuse(w http.ResponseWriter, typ, msg string) {
+	body, _ := json.Marshal(awsError{Type: typ, Message: msg})
+	writeJSON(w, http.StatusBadRequest, body)
+}
+
+// ServeHTTP checks, accounts and forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	var req request
+	if r.Method != http.MethodPost || json.Unmarshal(body, &req) != nil {
+		p.pass(w, r, body) // not ours to judge: dynalite answers
+		return
+	}
+	if op == "CreateTable" {
+		status, resp, hdr, err := p.forward(r, body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if status == http.StatusOK {
+			p.learn(req.TableName, schemaOf(req.KeySchema, req.GlobalSecondaryIndexes))
+		}
+		copyHeaders(w, hdr)
+		writeJSON(w, status, resp)
+		return
+	}
+	if msg := p.strict(r.Context(), op, &req); msg != "" {
+		refuse(w, typeValidation, msg)
+		return
+	}
+	p.account(w, r, op, &req, body)
+}
+
+// pass forwards the request unchanged and copies the answer back.
+func (p *Proxy) pass(w http.ResponseWriter, r *http.Request, body []byte) {
+	status, resp, hdr, err := p.forward(r, body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	copyHeaders(w, hdr)
+	writeJSON(w, status, resp)
+}
+
+func copyHeaders(w http.ResponseWriter, hdr http.Header) {
+	for _, k := range []string{"X-Amzn-Requestid", "X-Amzn-RequestId"} {
+		if v := hdr.Get(k); v != "" {
+			w.Header().Set(k, v)
+		}
+	}
+}
+
+// forward sends body to dynalite with the client's headers (dynalite does
+// not check signatures, so a body the proxy rewrote is still accepted).
+func (p *Proxy) forward(r *http.Request, body []byte) (int, []byte, http.Header, error) {
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for k, vs := range r.Header {
+		if k == "Accept-Encoding" || k == "Content-Length" {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	resp, err := p.httpc.Do(out)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("strictness proxy: forward to %s: %w", p.upstream, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header, err
+}
+
+// schema returns the key schema of table, asking dynalite when the proxy
+// has not seen it created; nil when the table does not exist.
+func (p *Proxy) schema(ctx context.Context, table string) *tableSchema {
+	p.mu.Lock()
+	s, ok := p.schemas[table]
+	p.mu.Unlock()
+	if ok {
+		return s
+	}
+	out, err := p.describe.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil
+	}
+	ks := make([]keyElem, len(out.Table.KeySchema))
+	for i, k := range out.Table.KeySchema {
+		ks[i] = keyElem{AttributeName: aws.ToString(k.AttributeName), KeyType: string(k.KeyType)}
+	}
+	var gsis []gsiDef
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		d := gsiDef{IndexName: aws.ToString(g.IndexName)}
+		for _, k := range g.KeySchema {
+			d.KeySchema = append(d.KeySchema, keyElem{AttributeName: aws.ToString(k.AttributeName), KeyType: string(k.KeyType)})
+		}
+		if g.Projection != nil {
+			d.Projection.ProjectionType = string(g.Projection.ProjectionType)
+			d.Projection.NonKeyAttributes = g.Projection.NonKeyAttributes
+		}
+		gsis = append(gsis, d)
+	}
+	s = schemaOf(ks, gsis)
+	p.learn(table, s)
+	return s
+}
+
+func (p *Proxy) learn(table string, s *tableSchema) {
+	p.mu.Lock()
+	p.schemas[table] = s
+	p.mu.Unlock()
+}
+
+// request holds the fields of every operation the proxy looks at.
+type request struct {
+	TableName                 string
+	IndexName                 string
+	Item                      attrs
+	Key                       attrs
+	KeyConditionExpression    string
+	ConditionExpression       string
+	UpdateExpression          string
+	FilterExpression          string
+	ProjectionExpression      string
+	ExpressionAttributeNames  map[string]string
+	ExpressionAttributeValues attrs
+	ReturnConsumedCapacity    string
+	ReturnValues              string
+	RequestItems              map[string]json.RawMessage
+	// CreateTable
+	KeySchema              []keyElem
+	GlobalSecondaryIndexes []gsiDef
+}
+
+type writeRequest struct {
+	PutRequest    *struct{ Item attrs } `json:",omitempty"`
+	DeleteRequest *struct{ Key attrs }  `json:",omitempty"`
+}
+
+type keyElem struct {
+	AttributeName string
+	KeyType       string
+}
+
+type gsiDef struct {
+	IndexName  string
+	KeySchema  []keyElem
+	Projection struct {
+		ProjectionType   string
+		NonKeyAttributes []string
+	}
+}
+
+// keys is a primary key: partition (hash) and sort (range) attribute names.
+type keys struct{ hash, rng string }
+
+func keysOf(ks []keyElem) keys {
+	var k keys
+	for _, e := range ks {
+		if e.KeyType == "HASH" {
+			k.hash = e.AttributeName
+		} else {
+			k.rng = e.AttributeName
+		}
+	}
+	return k
+}
+
+func (k keys) names() []string {
+	if k.rng == "" {
+		return []string{k.hash}
+	}
+	return []string{k.hash, k.rng}
+}
+
+type index struct {
+	name       string
+	keys       keys
+	projection string
+	include    []string
+}
+
+type tableSchema struct {
+	keys    keys
+	indexes []index
+}
+
+func schemaOf(ks []keyElem, gsis []gsiDef) *tableSchema {
+	s := &tableSchema{keys: keysOf(ks)}
+	for _, g := range gsis {
+		s.indexes = append(s.indexes, index{name: g.IndexName, keys: keysOf(g.KeySchema),
+			projection: g.Projection.ProjectionType, include: g.Projection.NonKeyAttributes})
+	}
+	return s
+}
+
+func (s *tableSchema) index(name string) *index {
+	for i := range s.indexes {
+		if s.indexes[i].name == name {
+			return &s.indexes[i]
+		}
+	}
+	return nil
+}
