@@ -260,3 +260,22 @@ func closedPort(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestEveryRegisteredStoreHasATarget: skibench compares the stores of the
+// service's registry; one added there that OpenTarget cannot set up fails
+// here rather than in the middle of a long run. (An unknown name is
+// answered at once; a known one gets past the name check and fails, if at
+// all, on what it needs: here a cancelled context.)
+func TestEveryRegisteredStoreHasATarget(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, name := range StoreNames {
+		_, err := OpenTarget(ctx, &Env{}, name)
+		if err != nil && strings.Contains(err.Error(), "no set-up") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if len(StoreNames) < 3 {
+		t.Errorf("StoreNames = %v; want the registry's stores", StoreNames)
+	}
+}

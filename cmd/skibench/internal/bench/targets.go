@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/adapters/postgres"
+	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/dynamotest"
 )
 
@@ -38,8 +40,10 @@ type Env struct {
 	PartitionWriteUnits float64
 }
 
-// StoreNames are the stores OpenTarget knows.
-var StoreNames = []string{"memory", "postgres", "dynamo-adopted", "dynamo-abandoned", "dynamo-counters", "dynamo-sharded"}
+// StoreNames are the stores of the service's one registry
+// (app/compose/registry.go); OpenTarget must know how to give each a fresh,
+// empty place, and a test fails when one is added that it does not.
+var StoreNames = compose.StoreNames()
 
 // OpenTarget wires the named store to a fresh, empty place: a new schema
 // for postgres, new tables under a new prefix for DynamoDB.
@@ -53,6 +57,9 @@ func OpenTarget(ctx context.Context, env *Env, name string) (*Target, error) {
 	case strings.HasPrefix(name, "dynamo-"):
 		return openDynamo(ctx, env, name, strings.TrimPrefix(name, "dynamo-"))
 	default:
+		if slices.Contains(StoreNames, name) {
+			return nil, fmt.Errorf("store %q is in the registry but skibench has no set-up for it: add one to OpenTarget", name)
+		}
 		return nil, fmt.Errorf("unknown store %q (known: %s)", name, strings.Join(StoreNames, ", "))
 	}
 }
