@@ -134,7 +134,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
 	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
 	fs.StringVar(&c.Postgres.URL, "database-url", c.Postgres.URL, "PostgreSQL connection string for --store postgres, e.g. postgres://user:pass@host:5432/db?sslmode=require")
-	fs.Var(int32Flag{&c.Postgres.MaxConns}, "db-max-conns", "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
+	fs.Var(intFlag[int32]{&c.Postgres.MaxConns}, "db-max-conns", "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
 	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt")
 	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
@@ -236,47 +236,26 @@ func (c Config) Validate() error {
 	return c.validateAdmission()
 }
 
-// RunsAPI reports whether this process serves the API.
-func (c Config) RunsAPI() bool { return c.Role != RoleConsumer }
+// intFlag is a flag for an adapter's int32 or uint32 setting (flag has
+// neither), refusing values that do not fit.
+type intFlag[T int32 | uint32] struct{ p *T }
 
-// RunsConsumer reports whether this process persists rides.
-func (c Config) RunsConsumer() bool { return c.Role != RoleAPI }
-
-// int32Flag is a flag for an adapter's int32 setting; flag has none.
-type int32Flag struct{ p *int32 }
-
-func (f int32Flag) String() string {
+func (f intFlag[T]) String() string {
 	if f.p == nil {
 		return "0"
 	}
 	return strconv.FormatInt(int64(*f.p), 10)
 }
 
-func (f int32Flag) Set(s string) error {
-	v, err := strconv.ParseInt(s, 0, 32)
+func (f intFlag[T]) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, 64)
 	if err != nil {
 		return numError(err)
 	}
-	*f.p = int32(v)
-	return nil
-}
-
-// uint32Flag is a flag for an adapter's uint32 setting.
-type uint32Flag struct{ p *uint32 }
-
-func (f uint32Flag) String() string {
-	if f.p == nil {
-		return "0"
+	if int64(T(v)) != v {
+		return errors.New("value out of range")
 	}
-	return strconv.FormatUint(uint64(*f.p), 10)
-}
-
-func (f uint32Flag) Set(s string) error {
-	v, err := strconv.ParseUint(s, 0, 32)
-	if err != nil {
-		return numError(err)
-	}
-	*f.p = uint32(v)
+	*f.p = T(v)
 	return nil
 }
 

@@ -15,7 +15,7 @@ func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Admission.Burst, "ingest-burst", c.Admission.Burst, "rides accepted at once above --ingest-rate; 0 = one second's worth")
 	fs.Int64Var(&c.Admission.SoftLimit, "queue-soft-limit", c.Admission.SoftLimit, "queue depth above which --ingest-rate is scaled down linearly toward --queue-hard-limit; 0 = off")
 	fs.Int64Var(&c.Admission.HardLimit, "queue-hard-limit", c.Admission.HardLimit, "queue depth at which POST answers 503 at once; 0 = off")
-	fs.Var(uint32Flag{&c.Breaker.Failures}, "breaker-failures", "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")
+	fs.Var(intFlag[uint32]{&c.Breaker.Failures}, "breaker-failures", "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")
 	fs.DurationVar(&c.Breaker.OpenFor, "breaker-open-for", c.Breaker.OpenFor, "how long the breaker stays open before one probe publish is let through")
 	fs.StringVar(&c.Cache, "cache", c.Cache, "cache for GET queries: "+strings.Join(CacheNames(), "|"))
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "how long a cached answer lives (bounds staleness if an invalidation is lost)")

@@ -120,3 +120,19 @@ func TestHTTPTimeoutsMustBePositiveAndLeaveTimeToAnswer(t *testing.T) {
 		t.Errorf("defaults refused: %v", err)
 	}
 }
+
+func TestNarrowIntegerFlagsRefuseWhatDoesNotFit(t *testing.T) {
+	for _, args := range [][]string{
+		{"--db-max-conns", "4294967296"},
+		{"--breaker-failures", "-1"},
+		{"--breaker-failures", "4294967296"},
+	} {
+		if _, err := parse(t, args, nil); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("%v: err = %v; want out of range", args, err)
+		}
+	}
+	c, err := parse(t, []string{"--db-max-conns", "7", "--breaker-failures", "3"}, nil)
+	if err != nil || c.Postgres.MaxConns != 7 || c.Breaker.Failures != 3 {
+		t.Errorf("in range: %v, %d, %d", err, c.Postgres.MaxConns, c.Breaker.Failures)
+	}
+}
