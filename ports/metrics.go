@@ -29,6 +29,17 @@ type Metrics interface {
 	// AddCapacity counts capacity units a store operation consumed (for
 	// stores that bill by them, e.g. DynamoDB).
 	AddCapacity(op string, read, write float64)
+	// PersistFailed counts a batch of rides the persister could not store
+	// and handed back to the queue (the store kept failing with an error
+	// that is neither "unavailable" nor "invalid").
+	PersistFailed(rides int)
+	// PersistRejected counts rides the store refused as invalid; the queue
+	// dead-letters them (a broker) or drops them (in process).
+	PersistRejected(rides int)
+	// RidesDeadLettered counts rides a queue adapter moved to its
+	// dead-letter queue itself; reason is "rejected" (refused by the store)
+	// or "unreadable" (a message body no release can decode).
+	RidesDeadLettered(reason string, rides int)
 }
 
 // NopMetrics discards every event: the default when nothing exports them,
@@ -45,3 +56,6 @@ func (NopMetrics) CacheLookup(string, bool)                          {}
 func (NopMetrics) Rejected(string)                                   {}
 func (NopMetrics) BreakerState(string)                               {}
 func (NopMetrics) AddCapacity(string, float64, float64)              {}
+func (NopMetrics) PersistFailed(int)                                 {}
+func (NopMetrics) PersistRejected(int)                               {}
+func (NopMetrics) RidesDeadLettered(string, int)                     {}

@@ -19,6 +19,9 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.Rejected("rate")
 	m.BreakerState("open")
 	m.AddCapacity("BatchWriteItem", 0, 25)
+	m.PersistFailed(3)
+	m.PersistRejected(2)
+	m.RidesDeadLettered("rejected", 2)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -35,6 +38,10 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_ingest_rejections_total{reason="rate"} 1`,
 		`skidata_publish_breaker_state 2`,
 		`skidata_store_capacity_units_total{kind="write",op="BatchWriteItem"} 25`,
+		`skidata_persist_batches_total 1`,
+		`skidata_persist_failed_total 3`,
+		`skidata_persist_rejected_total 2`,
+		`skidata_rides_dead_lettered_total{reason="rejected"} 2`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -262,7 +262,9 @@ func rabbitmqConfig(cfg Config) rabbitmq.Config {
 }
 
 func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
-	b, err := rabbitmq.Open(ctx, rabbitmqConfig(env.Config))
+	c := rabbitmqConfig(env.Config)
+	c.Metrics = env.Metrics
+	b, err := rabbitmq.Open(ctx, c)
 	if err != nil {
 		return OpenQueue{}, nil, err
 	}
