@@ -22,6 +22,12 @@ type PersisterConfig struct {
 	// Linger is how long a partial batch waits for more rides before it is
 	// written anyway.
 	Linger time.Duration
+	// WriteWhenIdle writes a batch as soon as no more rides are at hand,
+	// without lingering. For a queue whose publishers wait for the ack
+	// (inproc with a durable store): nothing more arrives while they wait,
+	// so lingering would only delay every 201; rides that arrive during a
+	// write form the next batch (group commit).
+	WriteWhenIdle bool
 	// RetryFor is how long a batch failing with an unexpected error is
 	// retried (with exponential backoff) before it is handed back to the
 	// queue for redelivery. A store that answers "unavailable"
@@ -96,7 +102,7 @@ func (p *Persister) Run(ctx context.Context) error {
 		p.write(ctx, batch, rides)
 		batch = batch[:0]
 	}
-	drain, draining := p.drain, false
+	drain, draining := p.drain, p.cfg.WriteWhenIdle
 	for {
 		select {
 		case d, ok := <-ch:

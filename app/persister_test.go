@@ -277,3 +277,12 @@ func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
 		t.Errorf("PersistRejected counted %d; want 1", rejected)
 	}
 }
+
+// TestPersisterWriteWhenIdleDoesNotLinger: with WriteWhenIdle the rides at
+// hand are written at once (their publishers are waiting for the ack).
+func TestPersisterWriteWhenIdleDoesNotLinger(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, WriteWhenIdle: true, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	deliver(sub, 3)
+	waitFor(t, "3 acks without waiting an hour's linger", func() bool { a, _ := sub.state(); return len(a) == 3 })
+}
