@@ -83,7 +83,7 @@ func persisterConfig(cfg Config) app.PersisterConfig {
 	pc.WriteWhenIdle = inprocWaitsForStore(cfg)
 	return pc
 }
-func seedDemo(cfg Config) app.SeedDemo               { return app.SeedDemo(cfg.SeedDemo) }
+func seedDemo(cfg Config) app.SeedDemo { return app.SeedDemo(cfg.SeedDemo) }
 
 // publisherOf puts the circuit breaker and the refusal counter in front of
 // the queue.
