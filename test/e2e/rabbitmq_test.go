@@ -28,13 +28,18 @@ func TestMemoryRabbitMQEndToEnd(t *testing.T) {
 // rabbitTopology returns the test broker's URL and a queue prefix no other
 // test uses, with the queues declared as the service with default flags
 // declares them (so the arguments match) and deleted when the test ends.
-func rabbitTopology(t *testing.T, kind string) (url, prefix string) {
+// tweaks change the declaration as the test's flags change the service's.
+func rabbitTopology(t *testing.T, kind string, tweaks ...func(*rabbitmq.Config)) (url, prefix string) {
 	t.Helper()
 	url = brokerURL()
 	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin, err := rabbitmq.Open(ctx, rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
+	cfg := rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	admin, err := rabbitmq.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
 	}
