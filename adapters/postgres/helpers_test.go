@@ -12,14 +12,14 @@ import (
 	"github.com/skidata/skidata/test/pgtest"
 )
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
+func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // uniqueSchema names a schema no other test (or run) uses.
-func uniqueSchema(t *testing.T) string {
+func uniqueSchema(t testing.TB) string {
 	b := make([]byte, 6)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func uniqueSchema(t *testing.T) string {
 // openTestDB opens the test database in a fresh schema of its own and drops
 // the schema when the test ends, so parallel tests never see each other's
 // rows. An unreachable server fails the test, naming it.
-func openTestDB(t *testing.T, cfg Config) *DB {
+func openTestDB(t testing.TB, cfg Config) *DB {
 	t.Helper()
 	cfg.URL = pgtest.URL()
 	if cfg.Schema == "" {
