@@ -28,6 +28,12 @@ type PersisterConfig struct {
 	// so lingering would only delay every 201; rides that arrive during a
 	// write form the next batch (group commit).
 	WriteWhenIdle bool
+	// Writers is how many batches may be written at once (default 1). More
+	// than one lets a store that commits slowly (an fsync per transaction)
+	// commit several batches together, and lets the next batch form while
+	// one commits; acknowledgements may then come out of order, which every
+	// queue accepts. While all writers are busy, consumption pauses.
+	Writers int
 	// RetryFor is how long a batch failing with an unexpected error is
 	// retried (with exponential backoff) before it is handed back to the
 	// queue for redelivery. A store that answers "unavailable"
@@ -87,20 +93,27 @@ func (p *Persister) Run(ctx context.Context) error {
 		return fmt.Errorf("persister: start consuming: %w", err)
 	}
 	batch := make([]ports.Delivery, 0, p.cfg.BatchSize)
-	rides := make([]domain.LiftRide, 0, p.cfg.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	defer linger.Stop()
+	slots := make(chan struct{}, max(1, p.cfg.Writers))
+	var writing sync.WaitGroup
+	defer writing.Wait()
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		rides = rides[:0]
-		for _, d := range batch {
-			rides = append(rides, d.Ride)
+		slots <- struct{}{} // waits while every writer is busy
+		b := batch
+		batch = make([]ports.Delivery, 0, p.cfg.BatchSize)
+		rides := make([]domain.LiftRide, len(b))
+		for i, d := range b {
+			rides[i] = d.Ride
 		}
-		p.write(ctx, batch, rides)
-		batch = batch[:0]
+		writing.Go(func() {
+			defer func() { <-slots }()
+			p.write(ctx, b, rides)
+		})
 	}
 	drain, draining := p.drain, p.cfg.WriteWhenIdle
 	for {

@@ -286,3 +286,47 @@ func TestPersisterWriteWhenIdleDoesNotLinger(t *testing.T) {
 	deliver(sub, 3)
 	waitFor(t, "3 acks without waiting an hour's linger", func() bool { a, _ := sub.state(); return len(a) == 3 })
 }
+
+// blockingStore holds every write until released, counting the writes in
+// progress at once.
+type blockingStore struct {
+	ports.RideStore
+	release chan struct{}
+	mu      sync.Mutex
+	now     int
+	most    int
+}
+
+func (s *blockingStore) AddRides(context.Context, []domain.LiftRide) error {
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	<-s.release
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *blockingStore) inProgress() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// TestPersisterWritesUpToWritersBatchesAtOnce: with Writers 3, three
+// batches are written concurrently and a fourth waits for a free writer.
+func TestPersisterWritesUpToWritersBatchesAtOnce(t *testing.T) {
+	sub, store := newFakeSub(), &blockingStore{release: make(chan struct{})}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 2, Linger: time.Hour, RetryFor: time.Second, Writers: 3}, nil, ports.NopMetrics{}, discard), sub)
+	deliver(sub, 8)
+	waitFor(t, "three writes in progress", func() bool { return store.inProgress() == 3 })
+	close(store.release)
+	waitFor(t, "8 acks", func() bool { a, _ := sub.state(); return len(a) == 8 })
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.most != 3 {
+		t.Errorf("at most %d writes at once; want 3", store.most)
+	}
+}

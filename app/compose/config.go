@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
 			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishBatch: 256, PublishTimeout: 5 * time.Second,
 		},
-		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
+		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
 		ShutdownTimeout: 30 * time.Second,
 		LogFormat:       "text",
 		LogLevel:        "info",
@@ -104,7 +104,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
-	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a failing batch is retried before it goes back to the queue")
+	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back)")
+	fs.IntVar(&c.Persister.Writers, "persist-writers", c.Persister.Writers, "batches the persister writes at once")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long to wait for requests to finish and the queue to drain")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
@@ -174,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if c.Persister.BatchSize < 1 {
 		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
+	}
+	if c.Persister.Writers < 1 {
+		return fmt.Errorf("--persist-writers must be at least 1, got %d", c.Persister.Writers)
 	}
 	if c.Persister.Linger <= 0 {
 		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
