@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
@@ -126,4 +128,36 @@ func TestStoreOutageLongerThanDeliveryLimitDeadLettersNothing(t *testing.T) {
 	}
 	api.terminate(t)
 	consumer.terminate(t)
+}
+
+// TestPostToADeletedRideQueueIs503: publishing is mandatory, so once the
+// ride queue is gone a POST is answered 503 (the broker returned the ride)
+// rather than 201 for a ride the broker confirmed and dropped.
+func TestPostToADeletedRideQueueIs503(t *testing.T) {
+	amqpURL, prefix := rabbitTopology(t, "deleted")
+	cfg := compose.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Queue = "rabbitmq"
+	cfg.AMQP.URL = amqpURL
+	cfg.AMQP.Prefix = prefix
+	base := apitest.Start(t, cfg)
+	url := base + "/skiers/1/seasons/2025/days/3/skiers/77"
+	if r := apitest.Call(t, "POST", url, `{"time":1,"liftID":2}`); r.Status != http.StatusCreated {
+		t.Fatalf("POST before the queue is deleted: %d %s; want 201", r.Status, r.Body)
+	}
+	conn, err := amqp.Dial(amqpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(cfg.AMQP.ShardQueue(0), false, false, false); err != nil {
+		t.Fatalf("delete the ride queue: %v", err)
+	}
+	if r := apitest.Call(t, "POST", url, `{"time":2,"liftID":3}`); r.Status != http.StatusServiceUnavailable {
+		t.Errorf("POST after the ride queue was deleted: %d %s; want 503", r.Status, r.Body)
+	}
 }
