@@ -82,6 +82,26 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	dlqHolds(t, ctx, b, 1)
 }
 
+// replayTheOneLetter replays the dead-letter queue, which holds one ride,
+// and fails unless exactly that ride was moved. The letter DLQList just
+// looked at returns to the queue asynchronously, so it replays until the
+// ride has been moved.
+func replayTheOneLetter(t *testing.T, ctx context.Context, b *rabbitmq.Broker) {
+	t.Helper()
+	moved := 0
+	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
+		n, err := b.DLQReplay(ctx)
+		if err != nil {
+			t.Fatalf("DLQReplay: %v", err)
+		}
+		moved += n
+		return moved > 0
+	})
+	if moved != 1 {
+		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
+	}
+}
+
 // testDeliveryLimit nacks one ride until it is dead-lettered, then replays it.
 func testDeliveryLimit(t *testing.T, queueType string) {
 	const limit = 3
@@ -118,20 +138,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	default:
 	}
 
-	// The letter DLQList just looked at returns to the queue asynchronously,
-	// so replay until it has been moved.
-	moved := 0
-	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
-		n, err := b.DLQReplay(ctx)
-		if err != nil {
-			t.Fatalf("DLQReplay: %v", err)
-		}
-		moved += n
-		return moved > 0
-	})
-	if moved != 1 {
-		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
-	}
+	replayTheOneLetter(t, ctx, b)
 	select {
 	case d := <-ch:
 		if d.Ride != ride {

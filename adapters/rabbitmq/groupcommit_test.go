@@ -54,6 +54,21 @@ func take(t *testing.T, ctx context.Context, ch <-chan ports.Delivery, n int) []
 	return out
 }
 
+// deliveredBatch publishes rides together on a fresh broker and takes their
+// deliveries.
+func deliveredBatch(t *testing.T, rides []domain.LiftRide) (*rabbitmq.Broker, context.Context, <-chan ports.Delivery, []ports.Delivery) {
+	t.Helper()
+	b := openBroker(t, batchingConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	publishTogether(t, ctx, b, rides)
+	ch, err := b.Deliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx, ch, take(t, ctx, ch, len(rides))
+}
+
 // TestConcurrentPublishesShareOneMessage: rides published at once travel
 // in fewer broker messages than rides, and each is still delivered as its
 // own ride, once.
@@ -87,16 +102,7 @@ func TestConcurrentPublishesShareOneMessage(t *testing.T) {
 // message of its own that replay moves back); the batch's other rides are
 // acked and the batch message leaves the queue.
 func TestRejectedRideOfABatchIsDeadLetteredAlone(t *testing.T) {
-	b := openBroker(t, batchingConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rides := queuetest.Rides(3, 40)
-	publishTogether(t, ctx, b, rides)
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := take(t, ctx, ch, 3)
+	b, ctx, ch, ds := deliveredBatch(t, queuetest.Rides(3, 40))
 	if err := b.Reject(ctx, ds[1:2]); err != nil {
 		t.Fatalf("Reject: %v", err)
 	}
@@ -111,18 +117,7 @@ func TestRejectedRideOfABatchIsDeadLetteredAlone(t *testing.T) {
 	if dls[0].Ride != ds[1].Ride || dls[0].Reason != "rejected" || dls[0].Queue != b.Config().ShardQueue(0) {
 		t.Errorf("dead letter = %+v; want ride %s, reason rejected, from %s", dls[0], ds[1].Ride.Key(), b.Config().ShardQueue(0))
 	}
-	moved := 0
-	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
-		n, err := b.DLQReplay(ctx)
-		if err != nil {
-			t.Fatalf("DLQReplay: %v", err)
-		}
-		moved += n
-		return moved > 0
-	})
-	if moved != 1 {
-		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
-	}
+	replayTheOneLetter(t, ctx, b)
 	if d := take(t, ctx, ch, 1)[0]; d.Ride != ds[1].Ride {
 		t.Fatalf("after replay delivered %s; want the rejected ride %s", d.Ride.Key(), ds[1].Ride.Key())
 	} else if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
@@ -134,16 +129,7 @@ func TestRejectedRideOfABatchIsDeadLetteredAlone(t *testing.T) {
 // brings the ride back (with its batch mates: a message is redelivered
 // whole, which the idempotent stores absorb).
 func TestNackedRideOfABatchRedeliversIt(t *testing.T) {
-	b := openBroker(t, batchingConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rides := queuetest.Rides(3, 60)
-	publishTogether(t, ctx, b, rides)
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := take(t, ctx, ch, 3)
+	b, ctx, ch, ds := deliveredBatch(t, queuetest.Rides(3, 60))
 	if err := b.Ack(ctx, []ports.Delivery{ds[0], ds[2]}); err != nil {
 		t.Fatal(err)
 	}

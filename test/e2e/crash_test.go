@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,14 +29,7 @@ func crashRide(i int) rolesRide {
 const crashDay = 21
 
 func postCrashRide(c *http.Client, base string, r rolesRide) (int, error) {
-	url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/%d/skiers/%d", base, crashDay, r.skier)
-	resp, err := c.Post(url, "application/json", strings.NewReader(fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift)))
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return postRideOnDay(c, base, crashDay, r)
 }
 
 // crashLoad posts rides from workers goroutines until kill has run and

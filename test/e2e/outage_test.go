@@ -134,18 +134,21 @@ func TestStoreOutageLongerThanDeliveryLimitDeadLettersNothing(t *testing.T) {
 // ride queue is gone a POST is answered 503 (the broker returned the ride)
 // rather than 201 for a ride the broker confirmed and dropped.
 func TestPostToADeletedRideQueueIs503(t *testing.T) {
-	amqpURL, prefix := rabbitTopology(t, "deleted")
-	cfg := compose.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Queue = "rabbitmq"
-	cfg.AMQP.URL = amqpURL
-	cfg.AMQP.Prefix = prefix
+	cfg := rabbitConfig(t, "deleted")
 	base := apitest.Start(t, cfg)
 	url := base + "/skiers/1/seasons/2025/days/3/skiers/77"
 	if r := apitest.Call(t, "POST", url, `{"time":1,"liftID":2}`); r.Status != http.StatusCreated {
 		t.Fatalf("POST before the queue is deleted: %d %s; want 201", r.Status, r.Body)
 	}
-	conn, err := amqp.Dial(amqpURL)
+	// Once the ride is stored the persister is consuming: the queue is
+	// deleted under a running consumer, not before it started.
+	apitest.Eventually(t, "the first ride consumed", func() string {
+		if d := queueDepth(t, base); d != 0 {
+			return fmt.Sprintf("queue depth %d", d)
+		}
+		return ""
+	})
+	conn, err := amqp.Dial(cfg.AMQP.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,19 @@ import (
 // RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on queues of its own,
 // deleted afterwards.
 func TestMemoryRabbitMQEndToEnd(t *testing.T) {
-	url, prefix := rabbitTopology(t, "e2e")
+	apitest.Run(t, apitest.Start(t, rabbitConfig(t, "e2e")))
+}
+
+// rabbitConfig is an in-process service (memory store) whose queue is
+// RabbitMQ, on a topology of the test's own.
+func rabbitConfig(t *testing.T, kind string) compose.Config {
+	url, prefix := rabbitTopology(t, kind)
 	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Queue = "rabbitmq"
 	cfg.AMQP.URL = url
 	cfg.AMQP.Prefix = prefix
-	apitest.Run(t, apitest.Start(t, cfg))
+	return cfg
 }
 
 // rabbitTopology returns the test broker's URL and a queue prefix no other

@@ -165,8 +165,14 @@ func rolesRides(n int) []rolesRide {
 }
 
 func postRide(base string, r rolesRide) (int, error) {
-	url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/20/skiers/%d", base, r.skier)
-	resp, err := http.Post(url, "application/json", strings.NewReader(fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift)))
+	return postRideOnDay(http.DefaultClient, base, 20, r)
+}
+
+// postRideOnDay posts r for resort 1, season 2025, the day given, and
+// returns the answer's status.
+func postRideOnDay(c *http.Client, base string, day int, r rolesRide) (int, error) {
+	url := fmt.Sprintf("%s/skiers/1/seasons/2025/days/%d/skiers/%d", base, day, r.skier)
+	resp, err := c.Post(url, "application/json", strings.NewReader(fmt.Sprintf(`{"time":%d,"liftID":%d}`, r.time, r.lift)))
 	if err != nil {
 		return 0, err
 	}
