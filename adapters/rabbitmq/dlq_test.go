@@ -82,14 +82,13 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	dlqHolds(t, ctx, b, 1)
 }
 
-// replayTheOneLetter replays the dead-letter queue, which holds one ride,
-// and fails unless exactly that ride was moved. The letter DLQList just
-// looked at returns to the queue asynchronously, so it replays until the
-// ride has been moved.
-func replayTheOneLetter(t *testing.T, ctx context.Context, b *rabbitmq.Broker) {
+// replayExpecting replays the dead-letter queue, which holds one message,
+// and fails unless it moved want rides. The letter DLQList just looked at
+// returns to the queue asynchronously, so it replays until something moved.
+func replayExpecting(t *testing.T, ctx context.Context, b *rabbitmq.Broker, want int) {
 	t.Helper()
 	moved := 0
-	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
+	waitFor(t, 10*time.Second, "DLQReplay has moved the dead letter", func() bool {
 		n, err := b.DLQReplay(ctx)
 		if err != nil {
 			t.Fatalf("DLQReplay: %v", err)
@@ -97,8 +96,8 @@ func replayTheOneLetter(t *testing.T, ctx context.Context, b *rabbitmq.Broker) {
 		moved += n
 		return moved > 0
 	})
-	if moved != 1 {
-		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
+	if moved != want {
+		t.Fatalf("DLQReplay moved %d rides; want %d", moved, want)
 	}
 }
 
@@ -138,7 +137,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	default:
 	}
 
-	replayTheOneLetter(t, ctx, b)
+	replayExpecting(t, ctx, b, 1)
 	select {
 	case d := <-ch:
 		if d.Ride != ride {

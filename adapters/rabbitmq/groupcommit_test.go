@@ -117,7 +117,7 @@ func TestRejectedRideOfABatchIsDeadLetteredAlone(t *testing.T) {
 	if dls[0].Ride != ds[1].Ride || dls[0].Reason != "rejected" || dls[0].Queue != b.Config().ShardQueue(0) {
 		t.Errorf("dead letter = %+v; want ride %s, reason rejected, from %s", dls[0], ds[1].Ride.Key(), b.Config().ShardQueue(0))
 	}
-	replayTheOneLetter(t, ctx, b)
+	replayExpecting(t, ctx, b, 1)
 	if d := take(t, ctx, ch, 1)[0]; d.Ride != ds[1].Ride {
 		t.Fatalf("after replay delivered %s; want the rejected ride %s", d.Ride.Key(), ds[1].Ride.Key())
 	} else if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
@@ -205,5 +205,53 @@ func TestQuorumQueuesDeadLetterAtLeastOnce(t *testing.T) {
 	delete(args, "x-dead-letter-strategy")
 	if _, err := adminChannel(t).QueueDeclare(q, true, false, false, false, args); err == nil {
 		t.Fatalf("redeclare %s without x-dead-letter-strategy succeeded; want PRECONDITION_FAILED (the queue must have it)", q)
+	}
+}
+
+// TestBatchAtTheDeliveryLimitIsListedAndReplayedRideByRide: a batch
+// message the broker dead-letters whole (its rides kept failing until the
+// delivery limit) shows in DLQList as one letter per ride, and DLQReplay
+// moves every ride back.
+func TestBatchAtTheDeliveryLimitIsListedAndReplayedRideByRide(t *testing.T) {
+	const limit = 2
+	cfg := batchingConfig()
+	cfg.DeliveryLimit = limit
+	b := openBroker(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rides := queuetest.Rides(3, 80)
+	publishTogether(t, ctx, b, rides)
+	ch, err := b.Deliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range limit {
+		if err := b.Nack(ctx, take(t, ctx, ch, len(rides))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls := dlqHolds(t, ctx, b, len(rides))
+	listed := map[domain.LiftRide]bool{}
+	for _, dl := range dls {
+		listed[dl.Ride] = true
+		if dl.Reason != "delivery_limit" || dl.BodyErr != "" {
+			t.Errorf("dead letter %+v; want reason delivery_limit and a readable ride", dl)
+		}
+	}
+	for _, r := range rides {
+		if !listed[r] {
+			t.Errorf("ride %s of the dead-lettered batch is not listed", r.Key())
+		}
+	}
+	replayExpecting(t, ctx, b, len(rides))
+	again := map[domain.LiftRide]bool{}
+	for _, d := range take(t, ctx, ch, len(rides)) {
+		again[d.Ride] = true
+		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(again) != len(rides) {
+		t.Errorf("after replay %d distinct rides delivered; want %d", len(again), len(rides))
 	}
 }

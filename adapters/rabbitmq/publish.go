@@ -116,9 +116,9 @@ func (bt *batcher) run(ctx context.Context) {
 				return
 			}
 		}
-		if lingerC != nil && !timer.Stop() {
-			<-timer.C
-		}
+		// Timers are synchronous since Go 1.23 (go.mod's version): a
+		// stopped timer delivers no stale value, so no drain is needed.
+		timer.Stop()
 		// Take what arrived while waiting for the slot.
 	fill:
 		for len(batch) < limit {
