@@ -47,7 +47,8 @@ type Config struct {
 	PublishChannels int
 	// PublishBatch is the most rides one message carries: rides published
 	// at the same time to one shard share a message and its confirm.
-	// Default 256, at most 4096; 1 turns group commit off.
+	// Default 256, at most 4096. 1 means one ride per message, and then at
+	// most PublishChannels rides in flight: slower than before group commit.
 	PublishBatch int
 	// PublishLinger is how long a batch waits for more rides once it has a
 	// free in-flight slot. Default 0: it goes at once, and batches grow only

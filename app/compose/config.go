@@ -100,7 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue")
 	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
-	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message)")
+	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message, at most --amqp-publish-channels in flight)")
 	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
