@@ -22,8 +22,25 @@ type PersisterConfig struct {
 	// Linger is how long a partial batch waits for more rides before it is
 	// written anyway.
 	Linger time.Duration
-	// RetryFor is how long a failing batch is retried (with exponential
-	// backoff) before it is handed back to the queue for redelivery.
+	// WriteWhenIdle writes a batch as soon as no more rides are at hand,
+	// without lingering. For a queue whose publishers wait for the ack
+	// (inproc with a durable store): nothing more arrives while they wait,
+	// so lingering would only delay every 201; rides that arrive during a
+	// write form the next batch (group commit).
+	WriteWhenIdle bool
+	// Writers is how many batches may be written at once (default 1). More
+	// than one lets a store that commits slowly (an fsync per transaction)
+	// commit several batches together, and lets the next batch form while
+	// one commits; acknowledgements may then come out of order, which every
+	// queue accepts. While all writers are busy, consumption pauses.
+	Writers int
+	// RetryFor is how long a batch failing with an unexpected error is
+	// retried (with exponential backoff) before it is handed back to the
+	// queue for redelivery. A store that answers "unavailable"
+	// (domain.ErrUnavailable: down, unreachable, overloaded) is retried
+	// without limit instead: the batch is held, and consumption pauses,
+	// until the store is back or the process stops, so an outage never
+	// uses up a broker's delivery limit and dead-letters good rides.
 	RetryFor time.Duration
 }
 
@@ -76,22 +93,29 @@ func (p *Persister) Run(ctx context.Context) error {
 		return fmt.Errorf("persister: start consuming: %w", err)
 	}
 	batch := make([]ports.Delivery, 0, p.cfg.BatchSize)
-	rides := make([]domain.LiftRide, 0, p.cfg.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	defer linger.Stop()
+	slots := make(chan struct{}, max(1, p.cfg.Writers))
+	var writing sync.WaitGroup
+	defer writing.Wait()
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		rides = rides[:0]
-		for _, d := range batch {
-			rides = append(rides, d.Ride)
+		slots <- struct{}{} // waits while every writer is busy
+		b := batch
+		batch = make([]ports.Delivery, 0, p.cfg.BatchSize)
+		rides := make([]domain.LiftRide, len(b))
+		for i, d := range b {
+			rides[i] = d.Ride
 		}
-		p.write(ctx, batch, rides)
-		batch = batch[:0]
+		writing.Go(func() {
+			defer func() { <-slots }()
+			p.write(ctx, b, rides)
+		})
 	}
-	drain, draining := p.drain, false
+	drain, draining := p.drain, p.cfg.WriteWhenIdle
 	for {
 		select {
 		case d, ok := <-ch:
@@ -117,18 +141,24 @@ func (p *Persister) Run(ctx context.Context) error {
 	}
 }
 
-// store writes rides, retrying with backoff while the failure may pass; a
-// refusal (domain.ErrInvalid) is final and returned at once.
+// storeRides writes rides, retrying with backoff while the failure may
+// pass: without limit while the store is unavailable (until ctx ends), for
+// RetryFor on any other error. A refusal (domain.ErrInvalid) is final and
+// returned at once.
 func (p *Persister) storeRides(ctx context.Context, rides []domain.LiftRide) error {
+	start := time.Now()
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := p.store.AddRides(ctx, rides)
-		if errors.Is(err, domain.ErrInvalid) {
+		switch {
+		case err == nil, errors.Is(err, domain.ErrUnavailable) && ctx.Err() == nil:
+			return struct{}{}, err
+		case errors.Is(err, domain.ErrInvalid), time.Since(start) >= p.cfg.RetryFor, ctx.Err() != nil:
 			return struct{}{}, backoff.Permanent(err)
 		}
 		return struct{}{}, err
 	},
 		backoff.WithBackOff(newBackoff()),
-		backoff.WithMaxElapsedTime(p.cfg.RetryFor),
+		backoff.WithMaxElapsedTime(0),
 		backoff.WithNotify(func(err error, next time.Duration) {
 			p.log.Warn("persist batch failed; retrying", "rides", len(rides), "retry_in", next, "err", err)
 		}))
@@ -150,6 +180,7 @@ func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []d
 	}
 	if err != nil {
 		p.failed.Add(1)
+		p.metrics.PersistFailed(len(rides))
 		p.log.Error("persist batch failed; handing it back to the queue", "rides", len(rides), "after", time.Since(start).Round(time.Millisecond), "err", err)
 		if nerr := p.sub.Nack(settle, batch); nerr != nil {
 			p.log.Error("nack failed; the queue will redeliver when its lease ends", "rides", len(batch), "err", nerr)
@@ -180,10 +211,12 @@ func (p *Persister) isolate(ctx context.Context, batch []ports.Delivery) {
 			err = p.sub.Ack(settle, one)
 		case errors.Is(err, domain.ErrInvalid):
 			p.rejected.Add(1)
+			p.metrics.PersistRejected(1)
 			p.log.Error("store refused a ride; rejecting it (a broker dead-letters it)", "ride", d.Ride.Key(), "err", err)
 			err = p.sub.Reject(settle, one)
 		default:
 			p.failed.Add(1)
+			p.metrics.PersistFailed(1)
 			err = p.sub.Nack(settle, one)
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -66,6 +67,7 @@ type fakeStore struct {
 	mu       sync.Mutex
 	batches  [][]domain.LiftRide
 	failures int
+	failWith error           // what a failure returns; nil: domain.ErrUnavailable
 	invalid  domain.SkierID  // a skier id the store refuses as invalid
 	acked    func() []uint64 // what had been acked when a batch was written
 	ackedAt  [][]uint64
@@ -81,6 +83,9 @@ func (s *fakeStore) AddRides(_ context.Context, rides []domain.LiftRide) error {
 	}
 	if s.failures != 0 {
 		s.failures--
+		if s.failWith != nil {
+			return s.failWith
+		}
 		return domain.Unavailable("store down")
 	}
 	s.batches = append(s.batches, slices.Clone(rides))
@@ -169,11 +174,38 @@ func TestPersisterRetriesTransientStoreFailure(t *testing.T) {
 	}
 }
 
-func TestPersisterNacksBatchStoreKeepsRejecting(t *testing.T) {
-	sub, store := newFakeSub(), &fakeStore{failures: -1} // fails forever
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: 200 * time.Millisecond}, nil, ports.NopMetrics{}, discard), sub)
+// countingMetrics records the persister's failure counts.
+type countingMetrics struct {
+	ports.NopMetrics
+	mu                     sync.Mutex
+	failed, rejected, good int
+}
+
+func (m *countingMetrics) PersistFailed(n int) { m.mu.Lock(); m.failed += n; m.mu.Unlock() }
+func (m *countingMetrics) PersistRejected(n int) {
+	m.mu.Lock()
+	m.rejected += n
+	m.mu.Unlock()
+}
+func (m *countingMetrics) ObserveBatch(n int, _ time.Duration) { m.mu.Lock(); m.good++; m.mu.Unlock() }
+func (m *countingMetrics) counts() (failed, rejected, batches int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failed, m.rejected, m.good
+}
+
+// TestPersisterNacksBatchStoreKeepsFailing: an error that is neither
+// "unavailable" nor "invalid" is retried for RetryFor, then the batch goes
+// back to the queue, counted as failed.
+func TestPersisterNacksBatchStoreKeepsFailing(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{failures: -1, failWith: errors.New("unexpected driver error")} // fails forever
+	m := &countingMetrics{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: 200 * time.Millisecond}, nil, m, discard), sub)
 	deliver(sub, 4)
 	waitFor(t, "a nack", func() bool { _, n := sub.state(); return len(n) == 1 })
+	if failed, _, _ := m.counts(); failed != 4 {
+		t.Errorf("PersistFailed counted %d rides; want the batch's 4", failed)
+	}
 	acked, nacks := sub.state()
 	if len(acked) != 0 {
 		t.Errorf("acked %v although nothing was stored", acked)
@@ -181,6 +213,40 @@ func TestPersisterNacksBatchStoreKeepsRejecting(t *testing.T) {
 	if !slices.Equal(nacks[0], []uint64{1, 2, 3, 4}) {
 		t.Errorf("nacked %v; want the whole batch [1 2 3 4]", nacks[0])
 	}
+}
+
+// TestPersisterHoldsBatchWhileStoreIsUnavailable: a store that answers
+// "unavailable" for longer than RetryFor does not make the persister hand
+// the batch back (which would use up a broker's delivery limit and
+// dead-letter good rides): it holds the batch until the store is back.
+func TestPersisterHoldsBatchWhileStoreIsUnavailable(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{failures: 4}
+	m := &countingMetrics{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 4, Linger: time.Hour, RetryFor: time.Nanosecond}, nil, m, discard), sub)
+	deliver(sub, 4)
+	waitFor(t, "4 acks once the store is back", func() bool { a, _ := sub.state(); return len(a) == 4 })
+	if _, nacks := sub.state(); len(nacks) != 0 {
+		t.Errorf("nacked %v while the store was unavailable; want the batch held", nacks)
+	}
+	if failed, _, batches := m.counts(); failed != 0 || batches != 1 {
+		t.Errorf("metrics: %d failed, %d batches; want 0 failed, 1 batch", failed, batches)
+	}
+}
+
+// TestPersisterHandsBackHeldBatchWhenStopped: a hard stop while the store
+// is unavailable hands the held batch back to the queue.
+func TestPersisterHandsBackHeldBatchWhenStopped(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{failures: -1}
+	p := NewPersister(sub, store, PersisterConfig{BatchSize: 2, Linger: time.Hour, RetryFor: time.Nanosecond}, nil, ports.NopMetrics{}, discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deliver(sub, 2)
+	waitFor(t, "the batch to be taken", func() bool { return len(sub.ch) == 0 })
+	cancel()
+	waitFor(t, "the held batch nacked", func() bool { _, n := sub.state(); return len(n) == 1 })
+	close(sub.ch)
+	<-done
 }
 
 func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
@@ -195,7 +261,8 @@ func TestPersisterDrainFlushesWithoutWaitingForLinger(t *testing.T) {
 
 func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{invalid: 3}
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	m := &countingMetrics{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 5, Linger: time.Hour, RetryFor: 10 * time.Second}, nil, m, discard), sub)
 	deliver(sub, 5)
 	waitFor(t, "four acks", func() bool { a, _ := sub.state(); return len(a) == 4 })
 	acked, nacks := sub.state()
@@ -205,5 +272,61 @@ func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
 	slices.Sort(acked)
 	if !slices.Equal(acked, []uint64{1, 2, 4, 5}) || !slices.Equal(rejected, []uint64{3}) || len(nacks) != 0 {
 		t.Errorf("acked %v, rejected %v, nacked %v; want acked [1 2 4 5], rejected [3], nothing nacked", acked, rejected, nacks)
+	}
+	if _, rejected, _ := m.counts(); rejected != 1 {
+		t.Errorf("PersistRejected counted %d; want 1", rejected)
+	}
+}
+
+// TestPersisterWriteWhenIdleDoesNotLinger: with WriteWhenIdle the rides at
+// hand are written at once (their publishers are waiting for the ack).
+func TestPersisterWriteWhenIdleDoesNotLinger(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, WriteWhenIdle: true, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	deliver(sub, 3)
+	waitFor(t, "3 acks without waiting an hour's linger", func() bool { a, _ := sub.state(); return len(a) == 3 })
+}
+
+// blockingStore holds every write until released, counting the writes in
+// progress at once.
+type blockingStore struct {
+	ports.RideStore
+	release chan struct{}
+	mu      sync.Mutex
+	now     int
+	most    int
+}
+
+func (s *blockingStore) AddRides(context.Context, []domain.LiftRide) error {
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	<-s.release
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *blockingStore) inProgress() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// TestPersisterWritesUpToWritersBatchesAtOnce: with Writers 3, three
+// batches are written concurrently and a fourth waits for a free writer.
+func TestPersisterWritesUpToWritersBatchesAtOnce(t *testing.T) {
+	sub, store := newFakeSub(), &blockingStore{release: make(chan struct{})}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 2, Linger: time.Hour, RetryFor: time.Second, Writers: 3}, nil, ports.NopMetrics{}, discard), sub)
+	deliver(sub, 8)
+	waitFor(t, "three writes in progress", func() bool { return store.inProgress() == 3 })
+	close(store.release)
+	waitFor(t, "8 acks", func() bool { a, _ := sub.state(); return len(a) == 8 })
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.most != 3 {
+		t.Errorf("at most %d writes at once; want 3", store.most)
 	}
 }

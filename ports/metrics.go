@@ -42,6 +42,17 @@ type Metrics interface {
 	// StoreThrottled counts one request (or batch item) the store refused
 	// for lack of capacity and the adapter sent again.
 	StoreThrottled(table, operation string)
+	// PersistFailed counts a batch of rides the persister could not store
+	// and handed back to the queue (the store kept failing with an error
+	// that is neither "unavailable" nor "invalid").
+	PersistFailed(rides int)
+	// PersistRejected counts rides the store refused as invalid; the queue
+	// dead-letters them (a broker) or drops them (in process).
+	PersistRejected(rides int)
+	// RidesDeadLettered counts rides a queue adapter moved to its
+	// dead-letter queue itself; reason is "rejected" (refused by the store)
+	// or "unreadable" (a message body no release can decode).
+	RidesDeadLettered(reason string, rides int)
 }
 
 // NopMetrics discards every event: the default when nothing exports them,
@@ -61,3 +72,6 @@ func (NopMetrics) RidesDropped(string, int)                          {}
 func (NopMetrics) BreakerState(string)                               {}
 func (NopMetrics) AddCapacity(string, string, float64, float64)      {}
 func (NopMetrics) StoreThrottled(string, string)                     {}
+func (NopMetrics) PersistFailed(int)                                 {}
+func (NopMetrics) PersistRejected(int)                               {}
+func (NopMetrics) RidesDeadLettered(string, int)                     {}

@@ -81,10 +81,9 @@ func (b *base) writeBatch(ctx context.Context, reqs []types.WriteRequest) error 
 		out, err := b.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 			RequestItems:           pending,
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
-		})
+		}, b.countThrottles)
 		if throttled(err) {
-			b.throttled("BatchWriteItem", countRequests(pending))
-			return struct{}{}, err
+			return struct{}{}, err // counted per attempt by countThrottles
 		}
 		if err != nil {
 			// The SDK has already retried transient errors.
@@ -282,4 +281,3 @@ func (days daySet) sorted() []int {
 	slices.Sort(out)
 	return out
 }
-

@@ -197,11 +197,10 @@ func (b *base) backOff() backoff.BackOff {
 func (b *base) updateItem(ctx context.Context, op string, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	return backoff.Retry(ctx, func() (*dynamodb.UpdateItemOutput, error) {
-		out, err := b.api.UpdateItem(ctx, in)
+		out, err := b.api.UpdateItem(ctx, in, b.countThrottles)
 		switch {
 		case throttled(err):
-			b.throttled("UpdateItem", 1)
-			return nil, err
+			return nil, err // counted per attempt by countThrottles
 		case conditionFailed(err):
 			b.record(op, true)
 			return nil, backoff.Permanent(err)
@@ -235,7 +234,7 @@ func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInpu
 		in.Limit = aws.Int32(b.pageLimit)
 	}
 	for {
-		out, err := b.api.Query(ctx, in)
+		out, err := b.api.Query(ctx, in, b.countThrottles)
 		if err != nil {
 			return unavailable(fmt.Errorf("%s: query %s: %w", op, b.table, err))
 		}
@@ -257,7 +256,7 @@ func (b *base) scan(ctx context.Context, op string, in *dynamodb.ScanInput, each
 		in.Limit = aws.Int32(b.pageLimit)
 	}
 	for {
-		out, err := b.api.Scan(ctx, in)
+		out, err := b.api.Scan(ctx, in, b.countThrottles)
 		if err != nil {
 			return unavailable(fmt.Errorf("%s: scan %s: %w", op, aws.ToString(in.TableName), err))
 		}

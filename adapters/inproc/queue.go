@@ -16,12 +16,13 @@ const DefaultCapacity = 100_000
 // not yet acknowledged, so memory stays bounded however slow the store is.
 type Queue struct {
 	capacity int
+	wait     bool // Publish returns once the ride is acked (WaitForAck)
 
 	mu      sync.Mutex
-	ready   []domain.LiftRide // ring buffer of length capacity
-	head    int               // index of the oldest ready ride
+	ready   []entry // ring buffer of length capacity
+	head    int     // index of the oldest ready ride
 	nready  int
-	unacked map[uint64]domain.LiftRide
+	unacked map[uint64]entry
 	nextTag uint64
 	closed  bool
 	dropped int64
@@ -35,17 +36,45 @@ var (
 	_ ports.QueueStats = (*Queue)(nil)
 )
 
+// entry is a ride in the queue and, when its publisher waits for it to be
+// stored, where to tell it the outcome.
+type entry struct {
+	ride domain.LiftRide
+	done chan error // nil: nobody waits; else buffered, told once
+}
+
+func (e entry) tell(err error) {
+	if e.done != nil {
+		e.done <- err
+	}
+}
+
+// Option changes how a Queue behaves.
+type Option func(*Queue)
+
+// WaitForAck makes Publish return only once the persister has acknowledged
+// the ride, that is once the store has committed the batch that holds it.
+// With a durable store a 201 then means the ride survives a crash; and
+// since the persister writes whatever is queued as one batch, concurrent
+// requests share one store write (group commit). A ride the store refuses
+// makes Publish fail with domain.ErrInvalid.
+func WaitForAck() Option { return func(q *Queue) { q.wait = true } }
+
 // New returns an empty queue holding at most capacity rides.
-func New(capacity int) *Queue {
+func New(capacity int, opts ...Option) *Queue {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Queue{
+	q := &Queue{
 		capacity: capacity,
-		ready:    make([]domain.LiftRide, capacity),
-		unacked:  map[uint64]domain.LiftRide{},
+		ready:    make([]entry, capacity),
+		unacked:  map[uint64]entry{},
 		wake:     make(chan struct{}, 1),
 	}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
 }
 
 func (q *Queue) signal() {
@@ -56,8 +85,12 @@ func (q *Queue) signal() {
 }
 
 // Publish appends the ride, or fails with ErrUnavailable when the queue is
-// full or closed.
-func (q *Queue) Publish(_ context.Context, ride domain.LiftRide) error {
+// full or closed. With WaitForAck it then waits until the ride is stored.
+func (q *Queue) Publish(ctx context.Context, ride domain.LiftRide) error {
+	e := entry{ride: ride}
+	if q.wait {
+		e.done = make(chan error, 1)
+	}
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -67,11 +100,21 @@ func (q *Queue) Publish(_ context.Context, ride domain.LiftRide) error {
 		q.mu.Unlock()
 		return domain.Unavailable("the ride queue is full (%d rides waiting); retry shortly", q.capacity)
 	}
-	q.ready[(q.head+q.nready)%q.capacity] = ride
+	q.ready[(q.head+q.nready)%q.capacity] = e
 	q.nready++
 	q.mu.Unlock()
 	q.signal()
-	return nil
+	if e.done == nil {
+		return nil
+	}
+	select {
+	case err := <-e.done:
+		return err
+	case <-ctx.Done():
+		// The ride stays queued and will be stored; the caller just stops
+		// waiting. Sending it again is safe: the stores are idempotent.
+		return domain.Unavailable("ride %s not stored before the request ended (it may still be stored; sending it again is safe): %v", ride.Key(), ctx.Err())
+	}
 }
 
 // Deliveries starts handing out rides. It may be called once.
@@ -95,13 +138,13 @@ func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	if q.nready == 0 {
 		return d, false, q.closed && len(q.unacked) == 0
 	}
-	ride := q.ready[q.head]
-	q.ready[q.head] = domain.LiftRide{}
+	e := q.ready[q.head]
+	q.ready[q.head] = entry{}
 	q.head = (q.head + 1) % q.capacity
 	q.nready--
 	q.nextTag++
-	q.unacked[q.nextTag] = ride
-	return ports.Delivery{Ride: ride, Receipt: q.nextTag}, true, false
+	q.unacked[q.nextTag] = e
+	return ports.Delivery{Ride: e.ride, Receipt: q.nextTag}, true, false
 }
 
 func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
@@ -129,11 +172,14 @@ func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
 	}
 }
 
-// Ack forgets the delivered rides.
+// Ack forgets the delivered rides (and tells their waiting publishers).
 func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for _, d := range batch {
-		delete(q.unacked, tagOf(d))
+		if e, ok := q.unacked[tagOf(d)]; ok {
+			delete(q.unacked, tagOf(d))
+			e.tell(nil)
+		}
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -145,9 +191,10 @@ func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 func (q *Queue) Reject(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for _, d := range batch {
-		if _, ok := q.unacked[tagOf(d)]; ok {
+		if e, ok := q.unacked[tagOf(d)]; ok {
 			delete(q.unacked, tagOf(d))
 			q.dropped++
+			e.tell(domain.Invalid("the store refused ride %s", e.ride.Key()))
 		}
 	}
 	q.mu.Unlock()
@@ -167,14 +214,15 @@ func (q *Queue) Dropped() int64 {
 func (q *Queue) Nack(_ context.Context, batch []ports.Delivery) error {
 	q.mu.Lock()
 	for i := len(batch) - 1; i >= 0; i-- {
-		ride, ok := q.unacked[tagOf(batch[i])]
+		e, ok := q.unacked[tagOf(batch[i])]
 		if !ok {
 			continue
 		}
 		delete(q.unacked, tagOf(batch[i]))
-		// Room is guaranteed: the ride was counted against capacity.
+		// Room is guaranteed: the ride was counted against capacity. A
+		// waiting publisher keeps waiting: the ride will be stored later.
 		q.head = (q.head - 1 + q.capacity) % q.capacity
-		q.ready[q.head] = ride
+		q.ready[q.head] = e
 		q.nready++
 	}
 	q.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"github.com/skidata/skidata/test/pgtest"
 )
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
+func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -17,7 +17,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 // openTestDB opens the test database in a fresh schema of its own and drops
 // the schema when the test ends, so parallel tests never see each other's
 // rows. An unreachable server fails the test, naming it.
-func openTestDB(t *testing.T, cfg Config) *DB {
+func openTestDB(t testing.TB, cfg Config) *DB {
 	t.Helper()
 	cfg.URL = pgtest.URL()
 	if cfg.Schema == "" {

@@ -28,6 +28,10 @@ type Metrics struct {
 	breaker      prometheus.Gauge
 	capacity     *prometheus.CounterVec
 	throttled    *prometheus.CounterVec
+	batches      prometheus.Counter
+	failed       prometheus.Counter
+	rejected     prometheus.Counter
+	deadLettered *prometheus.CounterVec
 }
 
 var _ ports.Metrics = (*Metrics)(nil)
@@ -79,9 +83,21 @@ func New() *Metrics {
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_store_throttled_total", Help: "Store requests (or batch items) refused for lack of capacity and retried, by table and operation.",
 		}, []string{"table", "operation"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skidata_persist_batches_total", Help: "Batches the persister stored and acknowledged.",
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skidata_persist_failed_total", Help: "Rides in batches the persister could not store and handed back to the queue.",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skidata_persist_rejected_total", Help: "Rides the store refused as invalid (dead-lettered by a broker, dropped by the in-process queue).",
+		}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skidata_rides_dead_lettered_total", Help: "Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).",
+		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled,
+		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled, m.batches, m.failed, m.rejected, m.deadLettered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -108,6 +124,18 @@ func (m *Metrics) PublishFailed() { m.publishFails.Inc() }
 func (m *Metrics) ObserveBatch(rides int, d time.Duration) {
 	m.batchSize.Observe(float64(rides))
 	m.writeLatency.Observe(d.Seconds())
+	m.batches.Inc()
+}
+
+// PersistFailed implements ports.Metrics.
+func (m *Metrics) PersistFailed(rides int) { m.failed.Add(float64(rides)) }
+
+// PersistRejected implements ports.Metrics.
+func (m *Metrics) PersistRejected(rides int) { m.rejected.Add(float64(rides)) }
+
+// RidesDeadLettered implements ports.Metrics.
+func (m *Metrics) RidesDeadLettered(reason string, rides int) {
+	m.deadLettered.WithLabelValues(reason).Add(float64(rides))
 }
 
 // CacheLookup implements ports.Metrics.

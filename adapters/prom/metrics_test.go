@@ -22,6 +22,9 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.StoreThrottled("skierTable", "BatchWriteItem")
 	m.RideRejected("not_found")
 	m.RidesDropped("shutdown", 5)
+	m.PersistFailed(3)
+	m.PersistRejected(2)
+	m.RidesDeadLettered("rejected", 2)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -41,6 +44,10 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_rides_dropped_total{reason="shutdown"} 5`,
 		`skidata_store_capacity_units_total{kind="write",op="AddRides",table="skierTable"} 25`,
 		`skidata_store_throttled_total{operation="BatchWriteItem",table="skierTable"} 1`,
+		`skidata_persist_batches_total 1`,
+		`skidata_persist_failed_total 3`,
+		`skidata_persist_rejected_total 2`,
+		`skidata_rides_dead_lettered_total{reason="rejected"} 2`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,14 @@ type Broker struct {
 	cfg Config
 	url string // redacted, for messages
 
-	stop context.CancelFunc // ends the reconnect loops
-	wg   sync.WaitGroup
+	stop    context.CancelFunc // ends the reconnect loops and the batchers
+	stopped <-chan struct{}    // closed by stop
+	wg      sync.WaitGroup
+
+	batchers []*batcher    // one per shard: group commit of concurrent publishes
+	slots    chan struct{} // one token per batch in flight, over all shards
+	msgSeq   atomic.Uint64 // numbers this process's batch messages
+	startID  string        // tells this process's message ids from a previous run's
 
 	mu      sync.RWMutex
 	pub     *pubSession // nil while the broker is unreachable
@@ -45,7 +52,7 @@ type Broker struct {
 // pubSession is one publishing connection and its channel pool.
 type pubSession struct {
 	conn  *amqp.Connection
-	chans []*amqp.Channel
+	chans []*pubChan
 }
 
 // Open connects, declares the topology and starts the reconnect loop. A
@@ -56,19 +63,20 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, url: redactedURL(cfg.URL)}
+	b := &Broker{cfg: cfg, url: redactedURL(cfg.URL), startID: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	s, err := b.dialPublisher(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: open %s: %w", b.url, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	b.stop = stop
+	b.stop, b.stopped = stop, runCtx.Done()
 	b.setPub(s, nil)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		b.keepPublisher(runCtx, s)
 	}()
+	b.startBatchers(runCtx)
 	return b, nil
 }
 
@@ -125,11 +133,22 @@ func (b *Broker) declare(conn *amqp.Connection) error {
 	return nil
 }
 
+// shardArgs are the ride queues' arguments. RabbitMQ refuses to redeclare a
+// queue with other arguments, so changing them means new queue names: see
+// Config.ShardQueue and docs/rabbitmq.md ("Upgrading").
 func (b *Broker) shardArgs() amqp.Table {
 	c := b.cfg
 	args := amqp.Table{
 		amqp.QueueTypeArg:        c.QueueType,
 		"x-dead-letter-exchange": c.DeadLetterExchange(),
+	}
+	if c.QueueType == QueueTypeQuorum {
+		// Quorum queues dead-letter at most once by default: a ride
+		// rejected while the dead-letter queue is unavailable is dropped.
+		// at-least-once keeps it until the dead-letter queue confirmed it,
+		// and RabbitMQ requires reject-publish overflow for that strategy.
+		args["x-dead-letter-strategy"] = "at-least-once"
+		args[amqp.QueueOverflowArg] = amqp.QueueOverflowRejectPublish
 	}
 	if c.MaxLength > 0 {
 		limit := c.perShardMaxLength()
@@ -171,7 +190,7 @@ func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
 			conn.Close()
 			return nil, fmt.Errorf("%w: rabbitmq at %s: open confirm channel: %w", domain.ErrUnavailable, b.url, err)
 		}
-		s.chans = append(s.chans, ch)
+		s.chans = append(s.chans, newPubChan(ch))
 		// A channel closed by the broker (a channel error) takes the whole
 		// session down, so the pool is rebuilt rather than left with a hole.
 		closed := ch.NotifyClose(make(chan *amqp.Error, 1))
@@ -238,50 +257,6 @@ func (b *Broker) keepPublisher(ctx context.Context, s *pubSession) {
 		}
 		s = next
 		b.setPub(s, nil)
-	}
-}
-
-// Publish sends the ride to its shard's queue and waits for the broker's
-// confirm. Many publishes are in flight at once: they are spread over a pool
-// of channels and each waits only for its own confirm.
-func (b *Broker) Publish(ctx context.Context, ride domain.LiftRide) error {
-	queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID()))
-	return b.publishRaw(ctx, queue, ride.Key(), encodeRide(ride), nil)
-}
-
-// publishRaw publishes a body to a shard queue and waits for its confirm.
-// Publish, the classic-queue requeue and the DLQ replay share it.
-func (b *Broker) publishRaw(ctx context.Context, queue, messageID string, body []byte, headers amqp.Table) error {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
-	defer cancel()
-	s, err := b.session()
-	if err != nil {
-		return err
-	}
-	if b.blocked.Load() {
-		return fmt.Errorf("%w: rabbitmq broker at %s is refusing publishes (resource alarm)", domain.ErrUnavailable, b.url)
-	}
-	ch := s.chans[b.rr.Add(1)%uint64(len(s.chans))]
-	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
-		DeliveryMode: amqp.Persistent,
-		ContentType:  contentType,
-		MessageId:    messageID,
-		Headers:      headers,
-		Body:         body,
-	})
-	if err != nil {
-		return fmt.Errorf("%w: publish ride %s to %s: %w", domain.ErrUnavailable, messageID, queue, err)
-	}
-	acked, err := dc.WaitContext(ctx)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: ride %s not confirmed by the broker in time (it may or may not be queued; publishing again is safe): %w", domain.ErrUnavailable, messageID, err)
-	case acked:
-		return nil
-	case ch.IsClosed():
-		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed ride %s", domain.ErrUnavailable, b.url, messageID)
-	default:
-		return fmt.Errorf("%w: broker refused ride %s: queue %s is full (max %d rides)", domain.ErrUnavailable, messageID, queue, b.cfg.perShardMaxLength())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
 
 // Queue types the adapter can declare.
@@ -19,7 +20,8 @@ type Config struct {
 	// URL is the AMQP URL, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	URL string
 	// Prefix names this deployment's exchanges and queues
-	// (<Prefix>.rides.<shard>, <Prefix>.dlx, <Prefix>.dlq). Default "skidata".
+	// (<Prefix>.rides.v2.<shard>, <Prefix>.dlx, <Prefix>.dlq). Default
+	// "skidata".
 	Prefix string
 	// Shards spreads rides over this many queues by skierID mod Shards, so
 	// one skier's rides stay ordered in one queue. Default 1.
@@ -27,19 +29,31 @@ type Config struct {
 	// QueueType is "quorum" (default: replicated, counts deliveries itself)
 	// or "classic".
 	QueueType string
-	// Prefetch is how many unacknowledged deliveries the broker sends each
-	// shard's consumer channel ahead of the acks. Default 500.
+	// Prefetch is how many unacknowledged messages (each one ride or a
+	// batch of up to PublishBatch) the broker sends each shard's consumer
+	// channel ahead of the acks. Default 500.
 	Prefetch int
-	// MaxLength bounds the ready rides over all shards (each shard holds
+	// MaxLength bounds the ready messages over all shards (each shard holds
 	// ceil(MaxLength/Shards)); a publish beyond it is refused with
-	// domain.ErrUnavailable. 0: unbounded.
+	// domain.ErrUnavailable. 0: unbounded. A message is one batch of
+	// rides, so under load this bounds rides only to MaxLength*PublishBatch.
 	MaxLength int
 	// DeliveryLimit is how many times a ride is delivered before it is
 	// dead-lettered as poison. Default 5; negative: no limit.
 	DeliveryLimit int
 	// PublishChannels is the size of the pool of confirm-mode channels that
-	// publishes are spread over. Default 8.
+	// publishes are spread over, and the most batch messages in flight
+	// (published, not yet confirmed) over all shards. Default 8.
 	PublishChannels int
+	// PublishBatch is the most rides one message carries: rides published
+	// at the same time to one shard share a message and its confirm.
+	// Default 256, at most 4096. 1 means one ride per message, and then at
+	// most PublishChannels rides in flight: slower than before group commit.
+	PublishBatch int
+	// PublishLinger is how long a batch waits for more rides once it has a
+	// free in-flight slot. Default 0: it goes at once, and batches grow only
+	// while every slot is busy (so light load pays no latency for it).
+	PublishLinger time.Duration
 	// PublishTimeout bounds one Publish, confirm included, when the caller's
 	// context allows longer. Default 5s.
 	PublishTimeout time.Duration
@@ -50,6 +64,9 @@ type Config struct {
 	// tools (rabbitmqctl list_connections client_properties). Default
 	// "skidata".
 	ConnectionName string
+	// Metrics receives the rides the adapter dead-letters itself. Default:
+	// none.
+	Metrics ports.Metrics
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -81,11 +98,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PublishChannels <= 0 {
 		c.PublishChannels = 8
 	}
+	if c.PublishBatch <= 0 {
+		c.PublishBatch = 256
+	}
+	c.PublishBatch = min(c.PublishBatch, maxBatch)
+	if c.PublishLinger < 0 {
+		c.PublishLinger = 0
+	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 5 * time.Second
 	}
 	if c.ReconnectMaxInterval <= 0 {
 		c.ReconnectMaxInterval = 5 * time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics = ports.NopMetrics{}
 	}
 	if c.ConnectionName == "" {
 		c.ConnectionName = "skidata"
@@ -93,8 +120,18 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// queueGeneration is part of the ride queues' names. RabbitMQ refuses to
+// redeclare a queue with other arguments, so when the arguments change
+// (generation 2 added x-dead-letter-strategy at-least-once and
+// reject-publish overflow on quorum queues) the queues get new names, and
+// the old ones are drained by the previous release (docs/rabbitmq.md,
+// "Upgrading").
+const queueGeneration = "v2"
+
 // ShardQueue is the name of shard i's queue.
-func (c Config) ShardQueue(i int) string { return fmt.Sprintf("%s.rides.%d", c.Prefix, i) }
+func (c Config) ShardQueue(i int) string {
+	return fmt.Sprintf("%s.rides.%s.%d", c.Prefix, queueGeneration, i)
+}
 
 // DeadLetterExchange is where poison rides are sent.
 func (c Config) DeadLetterExchange() string { return c.Prefix + ".dlx" }

@@ -50,8 +50,21 @@ type lane struct {
 	sendMu sync.Mutex // orders acks and nacks on the channel
 
 	// Guarded by consumer.mu.
-	pending map[uint64]amqp.Delivery
+	pending map[uint64]*message
 	dead    bool
+}
+
+// message is one broker message handed out as one delivery per ride. It is
+// settled with the broker once every ride of it is settled: acked if all
+// were stored (rides refused as invalid having been dead-lettered alone),
+// requeued whole if any was handed back.
+type message struct {
+	m         amqp.Delivery
+	rides     []domain.LiftRide
+	settled   []bool
+	left      int  // rides not settled yet
+	requeue   bool // some ride was nacked: the whole message goes back
+	rejectAll bool // the only ride was refused: dead-letter the message itself
 }
 
 // Deliveries starts consuming every shard. It may be called once per Broker.
@@ -127,7 +140,7 @@ func (c *consumer) openLane(conn *amqp.Connection, shard int) error {
 	}
 	c.mu.Lock()
 	c.nextLane++
-	l := &lane{id: c.nextLane, shard: shard, ch: ch, pending: map[uint64]amqp.Delivery{}}
+	l := &lane{id: c.nextLane, shard: shard, ch: ch, pending: map[uint64]*message{}}
 	l.tag = fmt.Sprintf("%s.%d", c.b.cfg.ConnectionName, l.id)
 	c.mu.Unlock()
 	msgs, err := ch.Consume(c.b.cfg.ShardQueue(shard), l.tag, false, false, false, false, nil)
@@ -181,7 +194,9 @@ func (c *consumer) dropLanes() {
 	c.mu.Lock()
 	for id, l := range c.lanes {
 		l.dead = true
-		c.held -= int64(len(l.pending))
+		for _, msg := range l.pending {
+			c.held -= int64(msg.left)
+		}
 		clear(l.pending)
 		delete(c.lanes, id)
 	}
@@ -189,9 +204,10 @@ func (c *consumer) dropLanes() {
 	c.maybeFinish()
 }
 
-// forward takes the lane's deliveries off the library eagerly (so they are
-// counted in Depth) and hands them out one by one. Undecodable bodies are
-// dead-lettered at once: no retry can make them readable.
+// forward takes the lane's messages off the library eagerly (so they are
+// counted in Depth) and hands their rides out one by one. Undecodable bodies
+// are dead-lettered at once: no retry can make them readable; so are the
+// invalid rides of a batch, each alone.
 func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 	defer func() {
 		c.mu.Lock()
@@ -217,18 +233,22 @@ func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 				}
 				continue
 			}
-			ride, err := decodeRide(m.Body)
-			if err != nil {
-				_ = m.Nack(false, false) // to the dead-letter exchange
+			body, err := decodeBody(m.Body)
+			if err == nil && len(body.bad) > 0 && len(body.rides) > 0 {
+				err = c.deadLetterRecords(l, m, body)
+			}
+			if err != nil || len(body.rides) == 0 {
+				if m.Nack(false, false) == nil { // to the dead-letter exchange
+					c.b.cfg.Metrics.RidesDeadLettered("unreadable", max(1, len(body.bad)))
+				}
 				continue
 			}
-			c.track(l, m)
-			d := ports.Delivery{Ride: ride, Receipt: receipt{lane: l.id, tag: m.DeliveryTag}}
+			ds := c.track(l, m, body.rides)
 			if closing {
-				_ = c.settle(l, []ports.Delivery{d}, settleRequeue)
+				_ = c.settle(l, ds, settleRequeue)
 				continue
 			}
-			queue = append(queue, d)
+			queue = append(queue, ds...)
 		case send <- head:
 			queue = queue[1:]
 		case <-closingCh:
@@ -248,16 +268,23 @@ func (c *consumer) isDead(l *lane) bool {
 	return l.dead
 }
 
-func (c *consumer) track(l *lane, m amqp.Delivery) {
+// track records a message as held and returns its deliveries, one per ride.
+// On a lane already dead the deliveries are still returned: settling them is
+// a no-op, and the broker has requeued the message.
+func (c *consumer) track(l *lane, m amqp.Delivery, rides []domain.LiftRide) []ports.Delivery {
+	ds := make([]ports.Delivery, len(rides))
+	for i, r := range rides {
+		ds[i] = ports.Delivery{Ride: r, Receipt: receipt{lane: l.id, tag: m.DeliveryTag, ride: uint16(i)}}
+	}
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l.dead {
-		return
+	if !l.dead {
+		l.pending[m.DeliveryTag] = &message{m: m, rides: rides, settled: make([]bool, len(rides)), left: len(rides)}
+		c.held += int64(len(rides))
 	}
-	l.pending[m.DeliveryTag] = m
-	c.held++
+	return ds
 }
 
 func (c *consumer) heldCount() int64 {
@@ -319,10 +346,12 @@ const (
 	settleReject
 )
 
-// settle acks or nacks deliveries of one lane. It uses one multiple-ack when
-// the batch holds every pending tag up to its highest (the usual case for a
-// persister that acks in order), else one frame per delivery: a multiple-ack
-// must never cover a delivery still being processed.
+// settle records the outcome of rides of one lane and settles with the
+// broker every message whose rides are now all settled. Acks use one
+// multiple-ack when the completed messages hold every pending tag up to the
+// highest (the usual case for a persister that acks in order), else one
+// frame per message: a multiple-ack must never cover a message still being
+// processed.
 func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
@@ -331,74 +360,179 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 		c.mu.Unlock()
 		return nil
 	}
-	var tags []uint64
-	var msgs []amqp.Delivery
+	var acks []uint64
+	var requeues, rejects []*message
+	var deadOne []deadRide // rides of a batch refused alone
+	touched := map[uint64]*message{}
 	for _, d := range ds {
-		tag := receiptOf(d).tag
-		if m, ok := l.pending[tag]; ok {
-			tags = append(tags, tag)
-			msgs = append(msgs, m)
-			delete(l.pending, tag)
+		r := receiptOf(d)
+		msg, ok := l.pending[r.tag]
+		if !ok || int(r.ride) >= len(msg.settled) || msg.settled[r.ride] {
+			continue
+		}
+		touched[r.tag] = msg
+		msg.settled[r.ride] = true
+		msg.left--
+		c.held--
+		switch how {
+		case settleRequeue:
+			msg.requeue = true
+		case settleReject:
+			if len(msg.rides) == 1 {
+				msg.rejectAll = true
+			} else {
+				deadOne = append(deadOne, deadRide{msg: msg, ride: msg.rides[r.ride]})
+			}
 		}
 	}
-	if len(tags) == 0 {
+	// Rides refused alone are dead-lettered before their message can be
+	// acked: they are published to the dead-letter exchange (confirmed),
+	// and a message whose refused ride could not be published goes back
+	// whole instead.
+	if len(deadOne) > 0 {
+		c.mu.Unlock()
+		for _, dr := range deadOne {
+			if err := c.deadLetterRide(l, dr.msg.m, dr.ride); err != nil {
+				c.mu.Lock()
+				dr.msg.requeue = true
+				c.mu.Unlock()
+			}
+		}
+		c.mu.Lock()
+		if l.dead {
+			c.mu.Unlock()
+			return nil
+		}
+	}
+	for tag, msg := range touched {
+		if msg.left > 0 || l.pending[tag] != msg {
+			continue
+		}
+		delete(l.pending, tag)
+		switch {
+		case msg.requeue:
+			requeues = append(requeues, msg)
+		case msg.rejectAll:
+			rejects = append(rejects, msg)
+		default:
+			acks = append(acks, tag)
+		}
+	}
+	if len(acks)+len(requeues)+len(rejects) == 0 {
 		c.mu.Unlock()
 		return nil
 	}
-	c.held -= int64(len(tags))
-	top := slices.Max(tags)
-	multiple := len(tags) > 1
-	for t := range l.pending {
-		if t <= top {
-			multiple = false
-			break
+	multiple := len(acks) > 1
+	var top uint64
+	if multiple {
+		top = slices.Max(acks)
+		for t := range l.pending {
+			if t <= top {
+				multiple = false
+				break
+			}
 		}
 	}
 	c.mu.Unlock()
 
-	if how == settleRequeue && c.b.cfg.QueueType == QueueTypeClassic && c.b.cfg.DeliveryLimit > 0 {
-		return c.requeueCounted(l, msgs)
-	}
 	var err error
-	switch {
-	case how == settleReject:
-		for _, t := range tags {
-			err = errors.Join(err, l.ch.Nack(t, false, false)) // to the dead-letter exchange
-		}
-	case how == settleAck && multiple:
+	if multiple {
 		err = l.ch.Ack(top, true)
-	case how == settleRequeue && multiple:
-		err = l.ch.Nack(top, true, true)
-	default:
-		for _, t := range tags {
-			if how == settleAck {
-				err = errors.Join(err, l.ch.Ack(t, false))
-			} else {
-				err = errors.Join(err, l.ch.Nack(t, false, true))
+	} else {
+		for _, t := range acks {
+			err = errors.Join(err, l.ch.Ack(t, false))
+		}
+	}
+	for _, msg := range rejects {
+		if e := l.ch.Nack(msg.m.DeliveryTag, false, false); e != nil { // to the dead-letter exchange
+			err = errors.Join(err, e)
+		} else {
+			c.b.cfg.Metrics.RidesDeadLettered("rejected", 1)
+		}
+	}
+	if len(requeues) > 0 {
+		if c.b.cfg.QueueType == QueueTypeClassic && c.b.cfg.DeliveryLimit > 0 {
+			err = errors.Join(err, c.requeueCounted(l, requeues))
+		} else {
+			for _, msg := range requeues {
+				err = errors.Join(err, l.ch.Nack(msg.m.DeliveryTag, false, true))
 			}
 		}
 	}
 	if err != nil {
-		verb := map[settleMode]string{settleAck: "ack", settleRequeue: "nack", settleReject: "reject"}[how]
-		return fmt.Errorf("%w: %s %d rides on %s (they will be delivered again): %w", domain.ErrUnavailable, verb, len(tags), c.b.cfg.ShardQueue(l.shard), err)
+		return fmt.Errorf("%w: settle %d messages on %s (they will be delivered again): %w", domain.ErrUnavailable, len(acks)+len(requeues)+len(rejects), c.b.cfg.ShardQueue(l.shard), err)
 	}
 	return nil
+}
+
+type deadRide struct {
+	msg  *message
+	ride domain.LiftRide
+}
+
+// Headers on a ride this adapter dead-letters alone (one ride of a batch):
+// the broker's x-death header describes the message it dead-letters
+// itself, and these say the same for a ride split out of one.
+const (
+	deadReasonHeader = "x-skidata-dead-reason"
+	deadQueueHeader  = "x-skidata-dead-queue"
+	deadBatchHeader  = "x-skidata-batch"
+)
+
+// deadLetterRide publishes one ride of a batch, alone, to the dead-letter
+// exchange, and waits for the confirm.
+func (c *consumer) deadLetterRide(l *lane, m amqp.Delivery, ride domain.LiftRide) error {
+	return c.deadLetterBody(l, m, ride.Key(), encodeRide(ride), "rejected")
+}
+
+// deadLetterRecords dead-letters the invalid records of a batch alone.
+func (c *consumer) deadLetterRecords(l *lane, m amqp.Delivery, body decodedBody) error {
+	for i, rec := range body.bad {
+		id := fmt.Sprintf("%s.bad%d", m.MessageId, i)
+		if err := c.deadLetterBody(l, m, id, rec, "unreadable"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *consumer) deadLetterBody(l *lane, m amqp.Delivery, id string, body []byte, reason string) error {
+	err := c.b.publishRaw(context.Background(), publishing{
+		exchange:    c.b.cfg.DeadLetterExchange(),
+		messageID:   id,
+		contentType: singleContentType,
+		body:        body,
+		headers: amqp.Table{
+			deadReasonHeader: reason,
+			deadQueueHeader:  c.b.cfg.ShardQueue(l.shard),
+			deadBatchHeader:  m.MessageId,
+		},
+		what: "dead letter " + id,
+	})
+	if err == nil {
+		c.b.cfg.Metrics.RidesDeadLettered(reason, 1)
+	}
+	return err
 }
 
 // requeueCounted is Nack for classic queues, which keep no delivery count:
 // the ride is republished with its count in a header (confirmed) and the old
 // copy acked, or dead-lettered once it reached the limit. Rides redelivered
 // because a consumer died are not counted this way.
-func (c *consumer) requeueCounted(l *lane, msgs []amqp.Delivery) error {
+func (c *consumer) requeueCounted(l *lane, msgs []*message) error {
 	var errs []error
-	for _, m := range msgs {
+	for _, msg := range msgs {
+		m := msg.m
 		n := headerInt(m.Headers, deliveryCountHeader) + 1
 		if n >= int64(c.b.cfg.DeliveryLimit) {
 			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, false))
 			continue
 		}
-		headers := amqp.Table{deliveryCountHeader: n}
-		if err := c.b.publishRaw(context.Background(), m.RoutingKey, m.MessageId, m.Body, headers); err != nil {
+		err := c.b.publishRaw(context.Background(), publishing{
+			queue: m.RoutingKey, messageID: m.MessageId, contentType: m.ContentType, body: m.Body,
+			headers: amqp.Table{deliveryCountHeader: n}, what: "requeued message " + m.MessageId,
+		})
+		if err != nil {
 			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, true))
 			continue
 		}
@@ -475,10 +609,12 @@ func (c *consumer) stopNow() {
 }
 
 // receipt is what the consumer puts in a delivery: which lane (shard
-// channel) it came on and the broker's delivery tag there.
+// channel) it came on, the broker's delivery tag of its message there, and
+// which ride of the message it is.
 type receipt struct {
 	lane uint32
 	tag  uint64
+	ride uint16
 }
 
 func receiptOf(d ports.Delivery) receipt {

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -24,24 +25,44 @@ type DeadLetter struct {
 	Count int64
 }
 
-func deadLetterOf(m amqp.Delivery) DeadLetter {
-	dl := DeadLetter{MessageID: m.MessageId, Body: m.Body}
-	if r, err := decodeRide(m.Body); err != nil {
-		dl.BodyErr = err.Error()
-	} else {
-		dl.Ride = r
-	}
+// deadLettersOf is one message of the dead-letter queue as letters: one
+// per ride of a batch, one for each unreadable record, or one for a body
+// that cannot be read at all.
+func deadLettersOf(m amqp.Delivery) []DeadLetter {
+	base := DeadLetter{MessageID: m.MessageId, Body: m.Body}
 	if deaths, ok := m.Headers["x-death"].([]any); ok && len(deaths) > 0 {
 		if d, ok := deaths[0].(amqp.Table); ok {
-			dl.Reason, _ = d["reason"].(string)
-			dl.Queue, _ = d["queue"].(string)
-			dl.Count = headerInt(d, "count")
+			base.Reason, _ = d["reason"].(string)
+			base.Queue, _ = d["queue"].(string)
+			base.Count = headerInt(d, "count")
 		}
+	} else if reason, ok := m.Headers[deadReasonHeader].(string); ok {
+		// One ride of a batch, dead-lettered alone by the consumer.
+		base.Reason = reason
+		base.Queue, _ = m.Headers[deadQueueHeader].(string)
+		base.Count = 1
 	}
-	return dl
+	body, err := decodeBody(m.Body)
+	if err != nil {
+		base.BodyErr = err.Error()
+		return []DeadLetter{base}
+	}
+	var out []DeadLetter
+	for _, r := range body.rides {
+		dl := base
+		dl.Ride = r
+		out = append(out, dl)
+	}
+	for i, rec := range body.bad {
+		dl := base
+		dl.Body, dl.BodyErr = rec, body.errs[i].Error()
+		out = append(out, dl)
+	}
+	return out
 }
 
-// DLQList returns up to limit dead letters without removing them: they are
+// DLQList returns up to limit dead letters (one per ride: a dead-lettered
+// batch message shows each of its rides) without removing them: they are
 // fetched unacknowledged and go back to the queue when the channel closes.
 func (b *Broker) DLQList(ctx context.Context, limit int) ([]DeadLetter, error) {
 	var out []DeadLetter
@@ -57,22 +78,22 @@ func (b *Broker) DLQList(ctx context.Context, limit int) ([]DeadLetter, error) {
 			if !ok {
 				return nil
 			}
-			out = append(out, deadLetterOf(m))
+			out = append(out, deadLettersOf(m)...)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	return out, nil
+	return out[:min(limit, len(out))], nil
 }
 
 // DLQReplay moves every readable dead letter back to its shard queue (with a
-// fresh delivery count) and returns how many it moved. Each is removed from
+// fresh delivery count) and returns how many rides it moved. Each is removed from
 // the dead-letter queue only after the broker confirmed its copy, so a replay
 // that fails half-way loses nothing (a ride may then be in both queues,
-// which the idempotent stores absorb). Unreadable bodies stay in the
-// dead-letter queue.
+// which the idempotent stores absorb). Unreadable bodies, and batches with an
+// unreadable record, stay in the dead-letter queue.
 func (b *Broker) DLQReplay(ctx context.Context) (int, error) {
 	moved := 0
 	err := b.withChannel(func(ch *amqp.Channel) error {
@@ -95,18 +116,17 @@ func (b *Broker) DLQReplay(ctx context.Context) (int, error) {
 			if !ok {
 				return nil
 			}
-			ride, err := decodeRide(m.Body)
+			n, err := b.replayOne(ctx, m)
 			if err != nil {
+				return err
+			}
+			if n == 0 {
 				continue // left unacked: back in the DLQ when the channel closes
 			}
-			queue := b.cfg.ShardQueue(b.cfg.shardOf(ride.SkierID()))
-			if err := b.publishRaw(ctx, queue, ride.Key(), m.Body, nil); err != nil {
-				return fmt.Errorf("replay %s: %w", ride.Key(), err)
-			}
 			if err := m.Ack(false); err != nil {
-				return fmt.Errorf("remove replayed %s from %s: %w", ride.Key(), b.cfg.DeadLetterQueue(), err)
+				return fmt.Errorf("remove replayed message %s from %s: %w", m.MessageId, b.cfg.DeadLetterQueue(), err)
 			}
-			moved++
+			moved += n
 		}
 		return nil
 	})
@@ -114,4 +134,32 @@ func (b *Broker) DLQReplay(ctx context.Context) (int, error) {
 		return moved, fmt.Errorf("replay dead letters (%d moved): %w", moved, err)
 	}
 	return moved, nil
+}
+
+// replayOne republishes the rides of one dead-lettered message to their
+// shard queues, one batch message per shard, and returns how many rides it
+// moved; 0 means the message is (partly) unreadable and stays.
+func (b *Broker) replayOne(ctx context.Context, m amqp.Delivery) (int, error) {
+	body, err := decodeBody(m.Body)
+	if err != nil || len(body.bad) > 0 || len(body.rides) == 0 {
+		return 0, nil
+	}
+	byShard := map[int][]domain.LiftRide{}
+	for _, r := range body.rides {
+		shard := b.cfg.shardOf(r.SkierID())
+		byShard[shard] = append(byShard[shard], r)
+	}
+	for shard, rides := range byShard {
+		for chunk := range slices.Chunk(rides, b.cfg.PublishBatch) {
+			id := b.messageID()
+			err := b.publishRaw(ctx, publishing{
+				queue: b.cfg.ShardQueue(shard), messageID: id, contentType: batchContentType,
+				body: encodeBatch(chunk), what: fmt.Sprintf("replay of %s (%d rides)", m.MessageId, len(chunk)),
+			})
+			if err != nil {
+				return 0, fmt.Errorf("replay %s: %w", m.MessageId, err)
+			}
+		}
+	}
+	return len(body.rides), nil
 }

@@ -82,6 +82,25 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	dlqHolds(t, ctx, b, 1)
 }
 
+// replayExpecting replays the dead-letter queue, which holds one message,
+// and fails unless it moved want rides. The letter DLQList just looked at
+// returns to the queue asynchronously, so it replays until something moved.
+func replayExpecting(t *testing.T, ctx context.Context, b *rabbitmq.Broker, want int) {
+	t.Helper()
+	moved := 0
+	waitFor(t, 10*time.Second, "DLQReplay has moved the dead letter", func() bool {
+		n, err := b.DLQReplay(ctx)
+		if err != nil {
+			t.Fatalf("DLQReplay: %v", err)
+		}
+		moved += n
+		return moved > 0
+	})
+	if moved != want {
+		t.Fatalf("DLQReplay moved %d rides; want %d", moved, want)
+	}
+}
+
 // testDeliveryLimit nacks one ride until it is dead-lettered, then replays it.
 func testDeliveryLimit(t *testing.T, queueType string) {
 	const limit = 3
@@ -118,20 +137,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	default:
 	}
 
-	// The letter DLQList just looked at returns to the queue asynchronously,
-	// so replay until it has been moved.
-	moved := 0
-	waitFor(t, 10*time.Second, "DLQReplay has moved the ride", func() bool {
-		n, err := b.DLQReplay(ctx)
-		if err != nil {
-			t.Fatalf("DLQReplay: %v", err)
-		}
-		moved += n
-		return moved > 0
-	})
-	if moved != 1 {
-		t.Fatalf("DLQReplay moved %d rides; want 1", moved)
-	}
+	replayExpecting(t, ctx, b, 1)
 	select {
 	case d := <-ch:
 		if d.Ride != ride {

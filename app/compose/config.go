@@ -88,9 +88,9 @@ func DefaultConfig() Config {
 		QueueCapacity: 100_000,
 		AMQP: rabbitmq.Config{
 			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
-			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishTimeout: 5 * time.Second,
+			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishBatch: 256, PublishTimeout: 5 * time.Second,
 		},
-		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second},
+		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
 		ShutdownTimeout: 30 * time.Second,
 		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second},
 		LogFormat:       "text",
@@ -113,7 +113,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(StoreNames(), "|"))
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
-	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready rides over all shards); beyond it POST answers 503")
+	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready messages over all shards, each one ride or a batch); beyond it POST answers 503")
 	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq)")
 	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
 	fs.IntVar(&c.AMQP.Shards, "amqp-shards", c.AMQP.Shards, "RabbitMQ queues rides are spread over by skier")
@@ -122,9 +122,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue")
 	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
+	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message, at most --amqp-publish-channels in flight)")
+	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
-	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a failing batch is retried before it goes back to the queue")
+	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back)")
+	fs.IntVar(&c.Persister.Writers, "persist-writers", c.Persister.Writers, "batches the persister writes at once")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, once HTTP has stopped, how long the queue gets to drain into the store")
 	fs.DurationVar(&c.HTTP.ShutdownTimeout, "http-shutdown-timeout", c.HTTP.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish before their connections are closed")
 	fs.DurationVar(&c.HTTP.ReadTimeout, "http-read-timeout", c.HTTP.ReadTimeout, "most time to read one request, body included (a client stalled mid-body is cut off)")
@@ -205,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.Persister.BatchSize < 1 {
 		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
+	}
+	if c.Persister.Writers < 1 {
+		return fmt.Errorf("--persist-writers must be at least 1, got %d", c.Persister.Writers)
 	}
 	if c.Persister.Linger <= 0 {
 		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)

@@ -248,8 +248,18 @@ func openDynamo(ctx context.Context, env Env) (Stores, func(), error) {
 	return Stores{Rides: rides, Resorts: resorts, Probe: app.Probe{Name: "dynamodb", Check: resorts.Ping}}, func() {}, nil
 }
 
+// inprocWaitsForStore says whether the in-process queue answers a POST only
+// once the store committed the ride: with any store that outlives the
+// process. The memory store dies with the process and the queue, so
+// waiting would buy no durability and cost latency.
+func inprocWaitsForStore(cfg Config) bool { return cfg.Queue == "inproc" && cfg.Store != "memory" }
+
 func openInproc(_ context.Context, env Env) (OpenQueue, func(), error) {
-	q := inproc.New(env.Config.QueueCapacity)
+	var opts []inproc.Option
+	if inprocWaitsForStore(env.Config) {
+		opts = append(opts, inproc.WaitForAck())
+	}
+	q := inproc.New(env.Config.QueueCapacity, opts...)
 	return OpenQueue{Queue: q}, func() { _ = q.Close() }, nil
 }
 
@@ -270,7 +280,9 @@ func rabbitmqConfig(cfg Config) rabbitmq.Config {
 }
 
 func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
-	b, err := rabbitmq.Open(ctx, rabbitmqConfig(env.Config))
+	c := rabbitmqConfig(env.Config)
+	c.Metrics = env.Metrics
+	b, err := rabbitmq.Open(ctx, c)
 	if err != nil {
 		return OpenQueue{}, nil, err
 	}

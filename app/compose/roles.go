@@ -82,8 +82,15 @@ func cacheProbeOf(c OpenCache) app.CacheProbe { return app.CacheProbe(c.Probe) }
 
 func admissionConfig(cfg Config) app.AdmissionConfig { return cfg.Admission }
 func cacheTTL(cfg Config) app.CacheTTL               { return app.CacheTTL(cfg.CacheTTL) }
-func persisterConfig(cfg Config) app.PersisterConfig { return cfg.Persister }
 func seedDemo(cfg Config) app.SeedDemo               { return app.SeedDemo(cfg.SeedDemo) }
+
+// persisterConfig is --batch-* and --persist-writers; with an in-process
+// queue whose publishers wait for the store, batches go without lingering.
+func persisterConfig(cfg Config) app.PersisterConfig {
+	pc := cfg.Persister
+	pc.WriteWhenIdle = inprocWaitsForStore(cfg)
+	return pc
+}
 
 // publisherOf puts the circuit breaker and the refusal counter in front of
 // the queue.

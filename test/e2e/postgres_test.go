@@ -62,8 +62,9 @@ func TestPostgresDownAtStartFailsNamingMaskedURL(t *testing.T) {
 
 // TestPostgresOutageKeepsBatchUntilStored: while the rides table is locked
 // by another session, every write of the persister times out; the batch
-// stays unacknowledged in the queue through at least one retry, and once the
-// lock is released every ride is stored, once.
+// stays unacknowledged in the queue through at least one retry, no POST is
+// answered, and once the lock is released every ride is stored, once, and
+// every POST answered 201.
 func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 	cfg, admin := postgresConfig(t)
 	cfg.Postgres.StatementTimeout = 300 * time.Millisecond
@@ -83,12 +84,16 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 		t.Fatalf("lock the rides table: %v", err)
 	}
 
+	// With the in-process queue and a durable store a POST is answered
+	// only once its ride is committed, so the POSTs wait out the outage:
+	// they are sent concurrently and their answers collected at the end.
 	const n = 50
 	const skier = 424242
+	statuses := make(chan int, n)
 	for i := range n {
-		if r := apitest.Send(t, apitest.Req(newRide(base, 1, "2025", 7, skier, int32(10+i), int32(1+i%40)))); r.Status != http.StatusCreated {
-			t.Fatalf("POST ride %d: status %d, body %s", i, r.Status, r.Body)
-		}
+		go func() {
+			statuses <- postStatus(newRide(base, 1, "2025", 7, skier, int32(10+i), int32(1+i%40)))
+		}()
 	}
 
 	// Wait for two different write attempts to be blocked on the lock: the
@@ -116,8 +121,16 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 		}
 		return "only the first attempt seen"
 	})
-	if depth := queueDepth(t, base); depth != n {
-		t.Fatalf("queue depth during the outage = %d; want all %d rides still unacknowledged", depth, n)
+	apitest.Eventually(t, fmt.Sprintf("all %d rides queued during the outage", n), func() string {
+		if depth := queueDepth(t, base); depth != n {
+			return fmt.Sprintf("queue depth %d", depth)
+		}
+		return ""
+	})
+	select {
+	case code := <-statuses:
+		t.Fatalf("a POST was answered %d during the outage; want the answer only once its ride is stored", code)
+	default:
 	}
 
 	// The database comes back.
@@ -134,6 +147,11 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 		}
 		return ""
 	})
+	for range n {
+		if code := <-statuses; code != http.StatusCreated {
+			t.Errorf("POST answered %d after the outage; want 201", code)
+		}
+	}
 	// The table's primary key is the ride's identity, so a count of n is
 	// every ride once; the API agrees.
 	want := 0
@@ -145,6 +163,20 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &got); r.Status != http.StatusOK || err != nil || got != want {
 		t.Errorf("day vertical after the outage: status %d, body %s; want %d", r.Status, r.Body, want)
 	}
+}
+
+// postStatus sends the request and returns the answer's status, 0 if none
+// came.
+func postStatus(req *http.Request, err error) int {
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // queueDepth is the depth /readyz reports.

@@ -169,11 +169,17 @@ func rolesRides(n int) []rolesRide {
 }
 
 func postRide(base string, r rolesRide) (int, error) {
-	req, err := newRide(base, 1, "2025", 20, int32(r.skier), int32(r.time), int32(r.lift))
+	return postRideOnDay(http.DefaultClient, base, 20, r)
+}
+
+// postRideOnDay posts r for resort 1, season 2025, the day given, and
+// returns the answer's status.
+func postRideOnDay(c *http.Client, base string, day int, r rolesRide) (int, error) {
+	req, err := newRide(base, 1, "2025", int32(day), int32(r.skier), int32(r.time), int32(r.lift))
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}

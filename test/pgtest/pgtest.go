@@ -28,7 +28,7 @@ func URL() string {
 
 // Admin connects to the test database outside the code under test, to
 // prepare and inspect it; the connection closes when the test ends.
-func Admin(t *testing.T) *pgx.Conn {
+func Admin(t testing.TB) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -44,7 +44,7 @@ func Admin(t *testing.T) *pgx.Conn {
 // (skidata_<kind>_<random>), dropped with everything in it when the test
 // ends. Register it before starting anything that uses it: cleanups run last
 // registered first, so the drop comes after that has stopped.
-func Schema(t *testing.T, kind string) string {
+func Schema(t testing.TB, kind string) string {
 	t.Helper()
 	admin := Admin(t)
 	b := make([]byte, 6)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 		fn       func(*testing.T, Queue)
 	}{
 		{"DeliversEveryPublishedRide", 0, testDeliversAll},
+		{"ConcurrentPublishesAreEachDeliveredOnce", 0, testConcurrentPublishes},
 		{"NackRedelivers", 0, testNackRedelivers},
 		{"RejectedIsNotRedelivered", 0, testReject},
 		{"UnackedIsNotLostOnClose", 0, testUnackedNotAckedUntilAck},
@@ -120,6 +122,40 @@ func testDeliversAll(t *testing.T, q Queue) {
 			t.Errorf("ride %v was published but never delivered", r)
 		}
 	}
+}
+
+// testConcurrentPublishes: rides published at the same time (which a
+// queue may carry together, e.g. in one broker message) are each delivered
+// as its own ride, once, and acking them all empties the queue.
+func testConcurrentPublishes(t *testing.T, q Queue) {
+	rides := Rides(200, 700)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(rides))
+	for _, r := range rides {
+		wg.Go(func() { errs <- q.Pub.Publish(ctx(t), r) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+	}
+	ch := deliveries(t, q)
+	seen := map[domain.LiftRide]int{}
+	for range rides {
+		d := next(t, ch)
+		seen[d.Ride]++
+		if err := q.Sub.Ack(ctx(t), []ports.Delivery{d}); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+	}
+	for _, r := range rides {
+		if seen[r] != 1 {
+			t.Errorf("ride %v delivered %d times; want once", r, seen[r])
+		}
+	}
+	waitDepth(t, q, 0, "every concurrent ride acked")
 }
 
 func testNackRedelivers(t *testing.T, q Queue) {

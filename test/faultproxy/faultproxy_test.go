@@ -1,0 +1,74 @@
+package faultproxy_test
+
+import (
+	"bufio"
+	"net"
+	"testing"
+
+	"github.com/skidata/skidata/test/faultproxy"
+)
+
+// echoServer answers every line with the same line.
+func echoServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					if _, err := c.Write(append(sc.Bytes(), '\n')); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, line string) (string, error) {
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(c).ReadString('\n')
+}
+
+func TestCutClosesConnectionsAndRestoreForwardsAgain(t *testing.T) {
+	p := faultproxy.Start(t, echoServer(t))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := roundTrip(c, "hello"); err != nil || got != "hello\n" {
+		t.Fatalf("through the proxy: %q, %v; want the echo", got, err)
+	}
+	p.Cut()
+	if _, err := roundTrip(c, "again"); err == nil {
+		t.Fatal("a connection open across Cut still works; want it closed")
+	}
+	if c2, err := net.Dial("tcp", p.Addr()); err == nil {
+		if _, err := roundTrip(c2, "new"); err == nil {
+			t.Fatal("a connection made while cut works; want it closed")
+		}
+		c2.Close()
+	}
+	p.Restore()
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if got, err := roundTrip(c3, "back"); err != nil || got != "back\n" {
+		t.Fatalf("after Restore: %q, %v; want the echo", got, err)
+	}
+}
