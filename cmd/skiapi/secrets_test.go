@@ -1,9 +1,10 @@
 package main
 
 import (
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/test/apitest"
 )
 
 // The cases of issue 14 under "Passwords leak", and the other places a URL
@@ -34,19 +35,8 @@ func TestConfigMasksPasswordsThatBreakURLParsing(t *testing.T) {
 	}
 }
 
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestStartErrorsDoNotPrintPasswords(t *testing.T) {
-	addr := closedPort(t)
+	addr := apitest.ClosedAddr(t)
 	cases := map[string][]string{
 		"redis url that does not parse": {"--cache", "redis", "--redis-url", "redis://u:PW@cache.internal:notaport/0"},
 		"redis url with a bad escape":   {"--cache", "redis", "--redis-url", "redis://u:PW%zz@cache.internal:6379/0"},

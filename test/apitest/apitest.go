@@ -500,3 +500,16 @@ func testStatistics(t *testing.T, base string) {
 		}
 	}
 }
+
+// ClosedAddr is a loopback address nothing listens on (it was free a moment
+// ago): for tests of what a client says when its server is not there.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

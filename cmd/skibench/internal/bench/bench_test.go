@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
 )
 
@@ -241,24 +241,12 @@ func TestNoAWSCredentialsNeeded(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://"+closedPort(t))
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://"+apitest.ClosedAddr(t))
 	var out, errOut bytes.Buffer
 	code := Main(context.Background(), []string{"--stores", "dynamo-adopted", "--rides", "10", "--queries", "1"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d; want 0 without AWS credentials:\n%s", code, errOut.String())
 	}
-}
-
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestEveryRegisteredStoreHasATarget: skibench compares the stores of the
