@@ -3,7 +3,6 @@ package compose
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/skidata/skidata/adapters/dynamo"
@@ -23,12 +22,10 @@ import (
 // adapter means one entry here and the adapter's own package.
 
 // Env is what a driver gets to open its adapter: the configuration, the
-// metrics every adapter reports to, the log, and where the AWS region comes
-// from (which differs between the local and ec2 environments).
+// metrics every adapter reports to, and where the AWS region comes from (which differs between the local and ec2 environments).
 type Env struct {
 	Config  Config
 	Metrics ports.Metrics
-	Log     *slog.Logger
 	Region  RegionSource
 }
 
@@ -161,9 +158,6 @@ func OpenStore(ctx context.Context, env Env) (Stores, func(), error) {
 	}
 	if env.Metrics == nil {
 		env.Metrics = ports.NopMetrics{}
-	}
-	if env.Log == nil {
-		env.Log = slog.New(slog.DiscardHandler)
 	}
 	if env.Region == nil {
 		env.Region = configuredRegion(env.Config)

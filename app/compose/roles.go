@@ -48,8 +48,8 @@ var consumerSet = wire.NewSet(
 	persisterConfig, app.NewPersister,
 )
 
-func newEnv(cfg Config, m ports.Metrics, log *slog.Logger, region RegionSource) Env {
-	return Env{Config: cfg, Metrics: m, Log: log, Region: region}
+func newEnv(cfg Config, m ports.Metrics, region RegionSource) Env {
+	return Env{Config: cfg, Metrics: m, Region: region}
 }
 
 func provideStores(ctx context.Context, env Env) (Stores, func(), error) {

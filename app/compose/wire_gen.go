@@ -19,7 +19,7 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
@@ -75,7 +75,7 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
@@ -128,7 +128,7 @@ func ec2Consumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +171,7 @@ func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
@@ -227,7 +227,7 @@ func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
@@ -280,7 +280,7 @@ func localConsumer(ctx context.Context, cfg Config) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
 	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, logger, regionSource)
+	env := newEnv(cfg, metrics, regionSource)
 	stores, cleanup, err := provideStores(ctx, env)
 	if err != nil {
 		return nil, nil, err
