@@ -81,7 +81,7 @@ func (h *Health) Ready(ctx context.Context) ports.Readiness {
 		r.Checks["queue-depth"] = CheckUnavailable
 		h.log.Warn("readiness check failed", "dependency", "queue-depth", "err", err)
 	}
-	r.QueueDepth = depth
+	r.QueueDepth = depth.Rides
 	return r
 }
 

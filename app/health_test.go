@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/ports"
 )
 
-type depthFunc func(context.Context) (int64, error)
+type depthFunc func(context.Context) (ports.QueueDepth, error)
 
-func (f depthFunc) Depth(ctx context.Context) (int64, error) { return f(ctx) }
+func (f depthFunc) Depth(ctx context.Context) (ports.QueueDepth, error) { return f(ctx) }
 
 func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 	var logs bytes.Buffer
@@ -20,8 +22,8 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 		StoreProbe{Name: "postgres", Check: func(context.Context) error { return cause }},
 		QueueProbe{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
 		CacheProbe{},
-		depthFunc(func(context.Context) (int64, error) {
-			return 0, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
+		depthFunc(func(context.Context) (ports.QueueDepth, error) {
+			return ports.QueueDepth{}, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
 		}),
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	r := h.Ready(context.Background())
@@ -52,7 +54,7 @@ func TestReadinessWithTheCacheDownIsDegradedNotUnavailable(t *testing.T) {
 		StoreProbe{Name: "postgres", Check: func(context.Context) error { return nil }},
 		QueueProbe{},
 		CacheProbe{Name: "redis", Check: func(context.Context) error { return errors.New("redis at cache.internal:6379 does not answer") }},
-		depthFunc(func(context.Context) (int64, error) { return 3, nil }),
+		depthFunc(func(context.Context) (ports.QueueDepth, error) { return ports.QueueDepth{Rides: 3, Messages: 1}, nil }),
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	r := h.Ready(context.Background())
 	if !r.Ready || !r.Degraded {

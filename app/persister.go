@@ -17,17 +17,17 @@ import (
 
 // PersisterConfig tunes the consumer side.
 type PersisterConfig struct {
-	// BatchSize is the most rides written in one AddRides call.
+	// BatchSize is the number of rides at which the deliveries in hand are
+	// written at once; a batch is made of whole deliveries, so one write
+	// may hold up to BatchSize-1 rides more.
 	BatchSize int
-	// Linger is how long a partial batch waits for more rides before it is
-	// written anyway.
+	// Linger is how long a partial batch waits for more deliveries before
+	// it is written anyway. 0 writes as soon as no more deliveries are at
+	// hand: for a queue whose publishers wait for the store (inproc with a
+	// durable store) nothing more arrives while they wait, so lingering
+	// would only delay every 201; deliveries that arrive during a write
+	// form the next batch.
 	Linger time.Duration
-	// WriteWhenIdle writes a batch as soon as no more rides are at hand,
-	// without lingering. For a queue whose publishers wait for the ack
-	// (inproc with a durable store): nothing more arrives while they wait,
-	// so lingering would only delay every 201; rides that arrive during a
-	// write form the next batch (group commit).
-	WriteWhenIdle bool
 	// Writers is how many batches may be written at once (default 1). More
 	// than one lets a store that commits slowly (an fsync per transaction)
 	// commit several batches together, and lets the next batch form while
@@ -44,10 +44,11 @@ type PersisterConfig struct {
 	RetryFor time.Duration
 }
 
-// Persister takes rides off the queue in batches, writes each batch through
-// the store and only then acknowledges it. A ride is therefore either stored
-// and acknowledged, or still on the queue: a crash between the two redelivers
-// it, and the store's idempotency keeps it from counting twice.
+// Persister takes messages off the queue, writes the rides of the
+// deliveries it holds through the store in one call and only then settles
+// each delivery whole. A ride is therefore either stored and acknowledged,
+// or still on the queue: a crash between the two redelivers it, and the
+// store's idempotency keeps it from counting twice.
 type Persister struct {
 	sub     ports.Subscriber
 	store   ports.RideStore
@@ -56,10 +57,7 @@ type Persister struct {
 	cache   ports.Cache // nil: no cache to invalidate
 	metrics ports.Metrics
 
-	stored   atomic.Int64
-	batches  atomic.Int64
-	failed   atomic.Int64
-	rejected atomic.Int64
+	stored atomic.Int64
 
 	drain     chan struct{}
 	drainOnce sync.Once
@@ -75,9 +73,9 @@ func NewPersister(sub ports.Subscriber, store ports.RideStore, cfg PersisterConf
 }
 
 // Drain tells Run to stop waiting for full batches: from now on whatever it
-// holds is written as soon as no more rides are immediately at hand. Call it
-// after Subscriber.Close, whose channel closes only once every ride handed
-// out is acknowledged.
+// holds is written as soon as no more deliveries are immediately at hand.
+// Call it after Subscriber.Close, whose channel closes only once every
+// delivery handed out is settled.
 func (p *Persister) Drain() { p.drainOnce.Do(func() { close(p.drain) }) }
 
 // Stored is the number of rides written (including redeliveries the store
@@ -92,7 +90,8 @@ func (p *Persister) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("persister: start consuming: %w", err)
 	}
-	batch := make([]ports.Delivery, 0, p.cfg.BatchSize)
+	var batch []ports.Delivery
+	rides := 0
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	defer linger.Stop()
@@ -105,17 +104,13 @@ func (p *Persister) Run(ctx context.Context) error {
 		}
 		slots <- struct{}{} // waits while every writer is busy
 		b := batch
-		batch = make([]ports.Delivery, 0, p.cfg.BatchSize)
-		rides := make([]domain.LiftRide, len(b))
-		for i, d := range b {
-			rides[i] = d.Ride
-		}
+		batch, rides = nil, 0
 		writing.Go(func() {
 			defer func() { <-slots }()
-			p.write(ctx, b, rides)
+			p.write(ctx, b)
 		})
 	}
-	drain, draining := p.drain, p.cfg.WriteWhenIdle
+	drain, idle := p.drain, p.cfg.Linger <= 0
 	for {
 		select {
 		case d, ok := <-ch:
@@ -123,18 +118,19 @@ func (p *Persister) Run(ctx context.Context) error {
 				flush()
 				return nil
 			}
-			if len(batch) == 0 {
+			if len(batch) == 0 && !idle {
 				linger.Reset(p.cfg.Linger)
 			}
 			batch = append(batch, d)
-			if len(batch) >= p.cfg.BatchSize || (draining && len(ch) == 0) {
+			rides += len(d.Rides)
+			if rides >= p.cfg.BatchSize || (idle && len(ch) == 0) {
 				linger.Stop()
 				flush()
 			}
 		case <-linger.C:
 			flush()
 		case <-drain:
-			drain, draining = nil, true
+			drain, idle = nil, true
 			linger.Stop()
 			flush()
 		}
@@ -165,13 +161,14 @@ func (p *Persister) storeRides(ctx context.Context, rides []domain.LiftRide) err
 	return err
 }
 
-// write stores one batch, retrying with backoff, then acks it; if the store
-// keeps failing it nacks the batch so the queue delivers it again. If the
-// store refuses the batch as invalid, the rides are written one by one so
-// that only the refused ones are rejected (dead-lettered), never the batch.
-func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []domain.LiftRide) {
+// write stores the rides of a batch of deliveries in one store call,
+// retrying with backoff, then acks every delivery; if the store keeps
+// failing it nacks them so the queue delivers them again. If the store
+// refuses the batch as invalid, isolate finds the refused rides.
+func (p *Persister) write(ctx context.Context, batch []ports.Delivery) {
 	// Ack and nack must reach the queue even while shutting down.
 	settle := context.WithoutCancel(ctx)
+	rides := ridesOf(batch)
 	start := time.Now()
 	err := p.storeRides(ctx, rides)
 	if errors.Is(err, domain.ErrInvalid) {
@@ -179,49 +176,113 @@ func (p *Persister) write(ctx context.Context, batch []ports.Delivery, rides []d
 		return
 	}
 	if err != nil {
-		p.failed.Add(1)
-		p.metrics.PersistFailed(len(rides))
-		p.log.Error("persist batch failed; handing it back to the queue", "rides", len(rides), "after", time.Since(start).Round(time.Millisecond), "err", err)
-		if nerr := p.sub.Nack(settle, batch); nerr != nil {
-			p.log.Error("nack failed; the queue will redeliver when its lease ends", "rides", len(batch), "err", nerr)
-		}
+		p.handBack(settle, batch, len(rides), time.Since(start), err)
 		return
 	}
 	p.metrics.ObserveBatch(len(rides), time.Since(start))
 	p.stored.Add(int64(len(rides)))
-	p.batches.Add(1)
 	p.invalidate(settle, rides)
 	if aerr := p.sub.Ack(settle, batch); aerr != nil {
 		// Stored but not acked: the queue redelivers, the store dedupes.
-		p.log.Warn("ack failed after the batch was stored; it will be redelivered and deduplicated", "rides", len(batch), "err", aerr)
+		p.log.Warn("ack failed after the batch was stored; it will be redelivered and deduplicated", "deliveries", len(batch), "rides", len(rides), "err", aerr)
 	}
 }
 
-// isolate writes a refused batch ride by ride: stored rides are acked,
-// refused ones rejected, and any other failure hands the ride back.
+// ridesOf is the rides of the deliveries, in order, as one slice: the
+// delivery's own slice when there is one delivery.
+func ridesOf(batch []ports.Delivery) []domain.LiftRide {
+	if len(batch) == 1 {
+		return batch[0].Rides
+	}
+	n := 0
+	for _, d := range batch {
+		n += len(d.Rides)
+	}
+	rides := make([]domain.LiftRide, 0, n)
+	for _, d := range batch {
+		rides = append(rides, d.Rides...)
+	}
+	return rides
+}
+
+func (p *Persister) handBack(settle context.Context, ds []ports.Delivery, rides int, after time.Duration, err error) {
+	p.metrics.PersistFailed(rides)
+	p.log.Error("persist failed; handing the rides back to the queue", "deliveries", len(ds), "rides", rides, "after", after.Round(time.Millisecond), "err", err)
+	if nerr := p.sub.Nack(settle, ds); nerr != nil {
+		p.log.Error("nack failed; the queue will redeliver when its lease ends", "deliveries", len(ds), "err", nerr)
+	}
+}
+
+// isolate handles a batch the store refused as invalid, the rare path: it
+// writes each delivery alone, and a delivery still refused ride by ride, so
+// that its good rides are stored and only the refused ones are rejected
+// (dead-lettered by a broker). Deliveries the store takes are acked.
 func (p *Persister) isolate(ctx context.Context, batch []ports.Delivery) {
 	settle := context.WithoutCancel(ctx)
 	for _, d := range batch {
-		err := p.storeRides(ctx, []domain.LiftRide{d.Ride})
+		err := p.storeRides(ctx, d.Rides)
+		if errors.Is(err, domain.ErrInvalid) && len(d.Rides) > 1 {
+			err = p.storeEach(ctx, settle, d)
+			if err == nil {
+				continue // settled by storeEach
+			}
+		}
 		one := []ports.Delivery{d}
 		switch {
 		case err == nil:
-			p.stored.Add(1)
-			p.invalidate(settle, []domain.LiftRide{d.Ride})
+			p.stored.Add(int64(len(d.Rides)))
+			p.invalidate(settle, d.Rides)
 			err = p.sub.Ack(settle, one)
 		case errors.Is(err, domain.ErrInvalid):
-			p.rejected.Add(1)
-			p.metrics.PersistRejected(1)
-			p.log.Error("store refused a ride; rejecting it (a broker dead-letters it)", "ride", d.Ride.Key(), "err", err)
-			err = p.sub.Reject(settle, one)
+			p.reject(settle, d, d.Rides, err)
+			continue
 		default:
-			p.failed.Add(1)
-			p.metrics.PersistFailed(1)
-			err = p.sub.Nack(settle, one)
+			p.handBack(settle, one, len(d.Rides), 0, err)
+			continue
 		}
 		if err != nil {
-			p.log.Warn("settling a ride failed; the queue will redeliver it", "ride", d.Ride.Key(), "err", err)
+			p.log.Warn("settling a delivery failed; the queue will redeliver it", "rides", len(d.Rides), "err", err)
 		}
+	}
+}
+
+// storeEach writes the rides of one refused delivery one by one, then
+// rejects the delivery naming the refused rides. A failure other than a
+// refusal is returned and the delivery is left for the caller to hand back.
+func (p *Persister) storeEach(ctx, settle context.Context, d ports.Delivery) error {
+	var refused, stored []domain.LiftRide
+	var why error
+	for _, r := range d.Rides {
+		err := p.storeRides(ctx, []domain.LiftRide{r})
+		switch {
+		case err == nil:
+			stored = append(stored, r)
+		case errors.Is(err, domain.ErrInvalid):
+			refused, why = append(refused, r), err
+		default:
+			return err
+		}
+	}
+	p.stored.Add(int64(len(stored)))
+	p.invalidate(settle, stored)
+	if len(refused) == 0 {
+		// The refusal did not repeat ride by ride: all are stored now.
+		if err := p.sub.Ack(settle, []ports.Delivery{d}); err != nil {
+			p.log.Warn("settling a delivery failed; the queue will redeliver it", "rides", len(d.Rides), "err", err)
+		}
+		return nil
+	}
+	p.reject(settle, d, refused, why)
+	return nil
+}
+
+func (p *Persister) reject(settle context.Context, d ports.Delivery, refused []domain.LiftRide, why error) {
+	p.metrics.PersistRejected(len(refused))
+	for _, r := range refused {
+		p.log.Error("store refused a ride; rejecting it (a broker dead-letters it)", "ride", r.Key(), "err", why)
+	}
+	if err := p.sub.Reject(settle, d, refused); err != nil {
+		p.log.Warn("rejecting a delivery failed; the queue will redeliver it", "rides", len(d.Rides), "err", err)
 	}
 }
 

@@ -16,13 +16,14 @@ import (
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// fakeSub hands out what the test feeds it and records acks and nacks.
+// fakeSub hands out what the test feeds it and records acks, nacks and
+// rejections by receipt.
 type fakeSub struct {
 	ch       chan ports.Delivery
 	mu       sync.Mutex
 	acked    []uint64
 	nacks    [][]uint64
-	rejected []uint64
+	rejected map[uint64][]domain.LiftRide // receipt -> the rides named refused
 }
 
 func newFakeSub() *fakeSub { return &fakeSub{ch: make(chan ports.Delivery, 1000)} }
@@ -47,12 +48,13 @@ func (f *fakeSub) Nack(_ context.Context, b []ports.Delivery) error {
 	f.nacks = append(f.nacks, tags)
 	return nil
 }
-func (f *fakeSub) Reject(_ context.Context, b []ports.Delivery) error {
+func (f *fakeSub) Reject(_ context.Context, d ports.Delivery, refused []domain.LiftRide) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, d := range b {
-		f.rejected = append(f.rejected, d.Receipt.(uint64))
+	if f.rejected == nil {
+		f.rejected = map[uint64][]domain.LiftRide{}
 	}
+	f.rejected[d.Receipt.(uint64)] = slices.Clone(refused)
 	return nil
 }
 func (f *fakeSub) state() (acked []uint64, nacks [][]uint64) {
@@ -101,9 +103,28 @@ func (s *fakeStore) written() [][]domain.LiftRide {
 	return slices.Clone(s.batches)
 }
 
+// deliver feeds n one-ride messages, receipts 1..n, skier i in message i.
 func deliver(sub *fakeSub, n int) {
 	for i := 1; i <= n; i++ {
-		sub.ch <- ports.Delivery{Ride: domain.MustLiftRide(1, "2024", 1, domain.SkierID(i), 0, 1), Receipt: uint64(i)}
+		sub.ch <- ports.Delivery{Rides: []domain.LiftRide{rideOf(i)}, Receipt: uint64(i)}
+	}
+}
+
+func rideOf(skier int) domain.LiftRide {
+	return domain.MustLiftRide(1, "2024", 1, domain.SkierID(skier), 0, 1)
+}
+
+// deliverMessages feeds one message per size, receipts 1.., with the skiers
+// numbered on across messages (message 1 of size 3: skiers 1..3).
+func deliverMessages(sub *fakeSub, sizes ...int) {
+	skier := 0
+	for i, n := range sizes {
+		rides := make([]domain.LiftRide, n)
+		for j := range rides {
+			skier++
+			rides[j] = rideOf(skier)
+		}
+		sub.ch <- ports.Delivery{Rides: rides, Receipt: uint64(i + 1)}
 	}
 }
 
@@ -266,25 +287,83 @@ func TestPersisterRejectsOnlyTheRideTheStoreRefuses(t *testing.T) {
 	deliver(sub, 5)
 	waitFor(t, "four acks", func() bool { a, _ := sub.state(); return len(a) == 4 })
 	acked, nacks := sub.state()
-	sub.mu.Lock()
-	rejected := slices.Clone(sub.rejected)
-	sub.mu.Unlock()
 	slices.Sort(acked)
-	if !slices.Equal(acked, []uint64{1, 2, 4, 5}) || !slices.Equal(rejected, []uint64{3}) || len(nacks) != 0 {
-		t.Errorf("acked %v, rejected %v, nacked %v; want acked [1 2 4 5], rejected [3], nothing nacked", acked, rejected, nacks)
+	sub.mu.Lock()
+	refused, rejected := sub.rejected[3], len(sub.rejected)
+	sub.mu.Unlock()
+	if !slices.Equal(acked, []uint64{1, 2, 4, 5}) || rejected != 1 || len(refused) != 1 || refused[0] != rideOf(3) || len(nacks) != 0 {
+		t.Errorf("acked %v, rejected %d deliveries (message 3 naming %v), nacked %v; want acked [1 2 4 5], message 3 rejected naming skier 3's ride, nothing nacked", acked, rejected, refused, nacks)
 	}
 	if _, rejected, _ := m.counts(); rejected != 1 {
 		t.Errorf("PersistRejected counted %d; want 1", rejected)
 	}
 }
 
-// TestPersisterWriteWhenIdleDoesNotLinger: with WriteWhenIdle the rides at
-// hand are written at once (their publishers are waiting for the ack).
-func TestPersisterWriteWhenIdleDoesNotLinger(t *testing.T) {
+// TestPersisterWritesTheRidesOfManyDeliveriesInOneStoreCall: the queue
+// hands out whole messages; the persister writes the rides of every
+// delivery it holds in one store call, in order, then acks each delivery.
+func TestPersisterWritesTheRidesOfManyDeliveriesInOneStoreCall(t *testing.T) {
 	sub, store := newFakeSub(), &fakeStore{}
-	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, Linger: time.Hour, WriteWhenIdle: true, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 20, Linger: time.Hour, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	deliverMessages(sub, 5, 5, 4, 6)
+	waitFor(t, "4 acks", func() bool { a, _ := sub.state(); return len(a) == 4 })
+	batches := store.written()
+	if len(batches) != 1 || len(batches[0]) != 20 {
+		t.Fatalf("store calls: %d, of %v rides; want one call of 20", len(batches), lens(batches))
+	}
+	for i, r := range batches[0] {
+		if r != rideOf(i+1) {
+			t.Fatalf("ride %d written is %s; want %s (the messages' rides in order)", i, r.Key(), rideOf(i+1).Key())
+		}
+	}
+}
+
+func lens(bs [][]domain.LiftRide) []int {
+	out := make([]int, len(bs))
+	for i, b := range bs {
+		out[i] = len(b)
+	}
+	return out
+}
+
+// TestPersisterSplitsOnlyTheMessageHoldingARefusedRide: when the store
+// refuses a batch, every other message is stored whole and acked, and the
+// message holding the refused ride is split: its good rides are stored and
+// it is rejected naming only the refused ride.
+func TestPersisterSplitsOnlyTheMessageHoldingARefusedRide(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{invalid: 5}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 9, Linger: time.Hour, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
+	deliverMessages(sub, 3, 3, 3) // skier 5 is the middle ride of message 2
+	waitFor(t, "messages 1 and 3 acked", func() bool { a, _ := sub.state(); return len(a) == 2 })
+	acked, nacks := sub.state()
+	slices.Sort(acked)
+	sub.mu.Lock()
+	refused := sub.rejected[2]
+	sub.mu.Unlock()
+	if !slices.Equal(acked, []uint64{1, 3}) || len(nacks) != 0 || !slices.Equal(refused, []domain.LiftRide{rideOf(5)}) {
+		t.Fatalf("acked %v, nacked %v, message 2 rejected naming %v; want [1 3] acked, none nacked, message 2 naming skier 5's ride", acked, nacks, refused)
+	}
+	stored := map[domain.LiftRide]bool{}
+	for _, b := range store.written() {
+		for _, r := range b {
+			stored[r] = true
+		}
+	}
+	for skier := 1; skier <= 9; skier++ {
+		if want := skier != 5; stored[rideOf(skier)] != want {
+			t.Errorf("skier %d's ride stored = %v; want %v", skier, stored[rideOf(skier)], want)
+		}
+	}
+}
+
+// TestPersisterWithoutLingerWritesWhatIsAtHand: with Linger 0 the
+// deliveries at hand are written at once (their publishers may be waiting
+// for the ack), without waiting for a full batch.
+func TestPersisterWithoutLingerWritesWhatIsAtHand(t *testing.T) {
+	sub, store := newFakeSub(), &fakeStore{}
+	runPersister(t, NewPersister(sub, store, PersisterConfig{BatchSize: 100, RetryFor: time.Second}, nil, ports.NopMetrics{}, discard), sub)
 	deliver(sub, 3)
-	waitFor(t, "3 acks without waiting an hour's linger", func() bool { a, _ := sub.state(); return len(a) == 3 })
+	waitFor(t, "3 acks without a full batch", func() bool { a, _ := sub.state(); return len(a) == 3 })
 }
 
 // blockingStore holds every write until released, counting the writes in

@@ -173,9 +173,9 @@ func TestPersisterInvalidatesExactlyTheKeysOfTheBatchBeforeAcking(t *testing.T) 
 	cache.onDel = func() { a, _ := sub.state(); ackedAtDelete = append(ackedAtDelete, a) }
 	p := NewPersister(sub, store, PersisterConfig{BatchSize: 3, Linger: time.Hour, RetryFor: time.Second}, cache, ports.NopMetrics{}, discard)
 	runPersister(t, p, sub)
-	sub.ch <- ports.Delivery{Receipt: uint64(1), Ride: domain.MustLiftRide(1, "2024", 5, 7, 1, 2)}
-	sub.ch <- ports.Delivery{Receipt: uint64(2), Ride: domain.MustLiftRide(1, "2024", 5, 7, 2, 3)}
-	sub.ch <- ports.Delivery{Receipt: uint64(3), Ride: domain.MustLiftRide(2, "2025", 6, 8, 3, 4)}
+	sub.ch <- ports.Delivery{Receipt: uint64(1), Rides: []domain.LiftRide{domain.MustLiftRide(1, "2024", 5, 7, 1, 2)}}
+	sub.ch <- ports.Delivery{Receipt: uint64(2), Rides: []domain.LiftRide{domain.MustLiftRide(1, "2024", 5, 7, 2, 3)}}
+	sub.ch <- ports.Delivery{Receipt: uint64(3), Rides: []domain.LiftRide{domain.MustLiftRide(2, "2025", 6, 8, 3, 4)}}
 	waitFor(t, "the batch acked", func() bool { a, _ := sub.state(); return len(a) == 3 })
 
 	cache.mu.Lock()

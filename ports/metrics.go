@@ -12,22 +12,20 @@ type Metrics interface {
 	// as /statistics (EndpointStats.Observe), so the two always agree.
 	ObserveRequest(route, method string, status int, d time.Duration)
 	// SetQueueDepth reports the latest sampled queue depth.
-	SetQueueDepth(depth int64)
-	// PublishFailed counts a ride the queue would not take.
-	PublishFailed()
+	SetQueueDepth(depth QueueDepth)
+	// PublishFailed counts the rides of a message the queue would not take.
+	PublishFailed(rides int)
 	// ObserveBatch records one batch the persister wrote: its size and how
 	// long the store write took.
 	ObserveBatch(rides int, d time.Duration)
 	// CacheLookup counts a cache read for a query: hit or miss.
 	CacheLookup(query string, hit bool)
-	// Rejected counts a POST turned away on purpose; reason is one of
-	// "rate", "queue_full", "breaker_open".
-	Rejected(reason string)
 	// RideRejected counts a valid ride the API answered with anything but
-	// 201, so it never reached the queue; reason is one of "rate" (429),
-	// "queue_full", "unavailable" (the queue failed it or the breaker is
-	// open: 503), "not_found" (unknown resort or season: 404), "canceled"
-	// (the client went away) or "error".
+	// 201; reason is one of "rate" (429), "queue_full" (the queue is at its
+	// ceiling: 503), "breaker_open" (publishing paused after queue
+	// failures: 503), "unavailable" (the queue failed it: 503), "not_found"
+	// (unknown resort or season: 404), "canceled" (the client went away)
+	// or "error".
 	RideRejected(reason string)
 	// RidesDropped counts rides that were accepted (answered 201) but will
 	// not be stored by this process: reason "shutdown" is the rides still
@@ -62,11 +60,10 @@ type NopMetrics struct{}
 var _ Metrics = NopMetrics{}
 
 func (NopMetrics) ObserveRequest(string, string, int, time.Duration) {}
-func (NopMetrics) SetQueueDepth(int64)                               {}
-func (NopMetrics) PublishFailed()                                    {}
+func (NopMetrics) SetQueueDepth(QueueDepth)                          {}
+func (NopMetrics) PublishFailed(int)                                 {}
 func (NopMetrics) ObserveBatch(int, time.Duration)                   {}
 func (NopMetrics) CacheLookup(string, bool)                          {}
-func (NopMetrics) Rejected(string)                                   {}
 func (NopMetrics) RideRejected(string)                               {}
 func (NopMetrics) RidesDropped(string, int)                          {}
 func (NopMetrics) BreakerState(string)                               {}

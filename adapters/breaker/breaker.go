@@ -23,31 +23,28 @@ type Config struct {
 	// OnStateChange, if set, hears every transition ("closed", "half-open",
 	// "open"): for metrics and the log.
 	OnStateChange func(from, to string)
-	// OnReject, if set, is called for every publish refused while open.
-	OnReject func()
 }
 
-// Publisher is a ports.Publisher behind a circuit breaker.
-type Publisher struct {
-	next     ports.Publisher
-	cb       *gobreaker.CircuitBreaker[struct{}]
-	openFor  time.Duration
-	onReject func()
+// publisher is a ports.Publisher behind a circuit breaker.
+type publisher struct {
+	next    ports.Publisher
+	cb      *gobreaker.CircuitBreaker[struct{}]
+	openFor time.Duration
 }
 
-var _ ports.Publisher = (*Publisher)(nil)
+var _ ports.Publisher = (*publisher)(nil)
 
 // New wraps next. With cfg.Failures 0 it returns next unchanged.
 func New(next ports.Publisher, cfg Config) ports.Publisher {
 	if cfg.Failures == 0 {
 		return next
 	}
-	return Wrap(next, cfg)
+	return wrap(next, cfg)
 }
 
-// Wrap wraps next in a breaker whatever cfg.Failures says (at least one
-// failure trips it); tests use it to reach State.
-func Wrap(next ports.Publisher, cfg Config) *Publisher {
+// wrap wraps next in a breaker whatever cfg.Failures says (at least one
+// failure trips it).
+func wrap(next ports.Publisher, cfg Config) *publisher {
 	failures := max(cfg.Failures, 1)
 	st := gobreaker.Settings{
 		Name: "publish",
@@ -57,28 +54,27 @@ func Wrap(next ports.Publisher, cfg Config) *Publisher {
 		Timeout:     cfg.OpenFor,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 		// Only the queue's unavailability counts against it: a cancelled
-		// request or any other error says nothing about the queue's health.
-		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, domain.ErrUnavailable) },
+		// request or any other error says nothing about the queue's
+		// health, and a full queue is backpressure from a queue that
+		// works: it must not pause publishing once it has room again.
+		IsSuccessful: func(err error) bool {
+			return err == nil || !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, ports.ErrQueueFull)
+		},
 	}
 	if cfg.OnStateChange != nil {
 		st.OnStateChange = func(_ string, from, to gobreaker.State) { cfg.OnStateChange(from.String(), to.String()) }
 	}
-	onReject := cfg.OnReject
-	if onReject == nil {
-		onReject = func() {}
-	}
-	return &Publisher{next: next, cb: gobreaker.NewCircuitBreaker[struct{}](st), openFor: cfg.OpenFor, onReject: onReject}
+	return &publisher{next: next, cb: gobreaker.NewCircuitBreaker[struct{}](st), openFor: cfg.OpenFor}
 }
 
 // Publish implements ports.Publisher.
-func (p *Publisher) Publish(ctx context.Context, ride domain.LiftRide) error {
-	_, err := p.cb.Execute(func() (struct{}, error) { return struct{}{}, p.next.Publish(ctx, ride) })
+func (p *publisher) Publish(ctx context.Context, rides []domain.LiftRide) error {
+	_, err := p.cb.Execute(func() (struct{}, error) { return struct{}{}, p.next.Publish(ctx, rides) })
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		p.onReject()
-		return fmt.Errorf("%w: the queue failed repeatedly, so publishing is paused for up to %s (%w)", domain.ErrUnavailable, p.openFor, err)
+		return fmt.Errorf("%w: %w: the queue failed repeatedly, so publishing is paused for up to %s (%w)", domain.ErrUnavailable, ports.ErrPublishPaused, p.openFor, err)
 	}
 	return err
 }
 
-// State is the breaker's current state: "closed", "half-open" or "open".
-func (p *Publisher) State() string { return p.cb.State().String() }
+// state is the breaker's current state: "closed", "half-open" or "open".
+func (p *publisher) state() string { return p.cb.State().String() }

@@ -3,12 +3,14 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
 
 // flakyPublisher fails with ErrUnavailable while failing is set.
@@ -17,7 +19,7 @@ type flakyPublisher struct {
 	calls   atomic.Int64
 }
 
-func (f *flakyPublisher) Publish(context.Context, domain.LiftRide) error {
+func (f *flakyPublisher) Publish(context.Context, []domain.LiftRide) error {
 	f.calls.Add(1)
 	if f.failing.Load() {
 		return domain.Unavailable("queue is down")
@@ -25,12 +27,12 @@ func (f *flakyPublisher) Publish(context.Context, domain.LiftRide) error {
 	return nil
 }
 
-func waitForState(t *testing.T, p *Publisher, want string) {
+func waitForState(t *testing.T, p *publisher, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for p.State() != want {
+	for p.state() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("breaker state %q; want %q within 10s", p.State(), want)
+			t.Fatalf("breaker state %q; want %q within 10s", p.state(), want)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
@@ -38,15 +40,13 @@ func waitForState(t *testing.T, p *Publisher, want string) {
 
 func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	ctx := context.Background()
-	ride := domain.MustLiftRide(1, "2024", 1, 1, 1, 1)
+	ride := []domain.LiftRide{domain.MustLiftRide(1, "2024", 1, 1, 1, 1)}
 	pub := &flakyPublisher{}
 	pub.failing.Store(true)
 	var mu sync.Mutex
 	var transitions []string
-	var rejects atomic.Int64
-	p := Wrap(pub, Config{Failures: 3, OpenFor: 100 * time.Millisecond,
+	p := wrap(pub, Config{Failures: 3, OpenFor: 100 * time.Millisecond,
 		OnStateChange: func(from, to string) { mu.Lock(); transitions = append(transitions, from+"->"+to); mu.Unlock() },
-		OnReject:      func() { rejects.Add(1) },
 	})
 
 	for range 3 {
@@ -54,19 +54,16 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 			t.Fatalf("failing publish = %v; want ErrUnavailable", err)
 		}
 	}
-	if p.State() != "open" {
-		t.Fatalf("after 3 failures in a row the breaker is %q; want open", p.State())
+	if p.state() != "open" {
+		t.Fatalf("after 3 failures in a row the breaker is %q; want open", p.state())
 	}
 	calls := pub.calls.Load()
 	err := p.Publish(ctx, ride)
-	if !errors.Is(err, domain.ErrUnavailable) {
-		t.Errorf("publish while open = %v; want ErrUnavailable", err)
+	if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, ports.ErrPublishPaused) {
+		t.Errorf("publish while open = %v; want ErrUnavailable and ErrPublishPaused", err)
 	}
 	if pub.calls.Load() != calls {
 		t.Error("publish while open reached the queue; it must fail at once")
-	}
-	if rejects.Load() != 1 {
-		t.Errorf("OnReject called %d times; want 1", rejects.Load())
 	}
 
 	pub.failing.Store(false) // the queue recovers
@@ -74,8 +71,8 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	if err := p.Publish(ctx, ride); err != nil {
 		t.Fatalf("probe publish after recovery: %v", err)
 	}
-	if p.State() != "closed" {
-		t.Errorf("after a successful probe the breaker is %q; want closed", p.State())
+	if p.state() != "closed" {
+		t.Errorf("after a successful probe the breaker is %q; want closed", p.state())
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -86,12 +83,28 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 }
 
 func TestBreakerIgnoresErrorsThatAreNotUnavailability(t *testing.T) {
-	p := Wrap(publishFunc(func() error { return context.Canceled }), Config{Failures: 1, OpenFor: time.Hour})
+	p := wrap(publishFunc(func() error { return context.Canceled }), Config{Failures: 1, OpenFor: time.Hour})
 	for range 5 {
-		_ = p.Publish(context.Background(), domain.LiftRide{})
+		_ = p.Publish(context.Background(), nil)
 	}
-	if p.State() != "closed" {
-		t.Errorf("cancelled publishes opened the breaker (%q)", p.State())
+	if p.state() != "closed" {
+		t.Errorf("cancelled publishes opened the breaker (%q)", p.state())
+	}
+}
+
+// A full queue is backpressure from a queue that works: however many
+// publishes it refuses, the breaker stays closed, so the next publish after
+// the queue drains is tried rather than refused for OpenFor.
+func TestBreakerIgnoresAFullQueue(t *testing.T) {
+	full := fmt.Errorf("%w: %w: 5 rides waiting", domain.ErrUnavailable, ports.ErrQueueFull)
+	p := wrap(publishFunc(func() error { return full }), Config{Failures: 1, OpenFor: time.Hour})
+	for range 5 {
+		if err := p.Publish(context.Background(), nil); !errors.Is(err, ports.ErrQueueFull) {
+			t.Fatalf("publish to a full queue = %v; want the queue's ErrQueueFull passed through", err)
+		}
+	}
+	if p.state() != "closed" {
+		t.Errorf("a full queue opened the breaker (%q); want closed", p.state())
 	}
 }
 
@@ -104,4 +117,4 @@ func TestNewWithZeroFailuresIsNoBreaker(t *testing.T) {
 
 type publishFunc func() error
 
-func (f publishFunc) Publish(context.Context, domain.LiftRide) error { return f() }
+func (f publishFunc) Publish(context.Context, []domain.LiftRide) error { return f() }

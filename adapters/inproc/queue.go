@@ -3,6 +3,7 @@ package inproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/skidata/skidata/domain"
@@ -12,20 +13,19 @@ import (
 // DefaultCapacity is used when the capacity given is not positive.
 const DefaultCapacity = 100_000
 
-// Queue is a bounded FIFO. Capacity counts rides ready and rides delivered but
-// not yet acknowledged, so memory stays bounded however slow the store is.
+// Queue is a bounded FIFO of messages (the rides of one Publish call).
+// Capacity counts rides ready and rides delivered but not yet settled, so
+// memory stays bounded however slow the store is.
 type Queue struct {
 	capacity int
-	wait     bool // Publish returns once the ride is acked (WaitForAck)
+	wait     bool // Publish returns once the message is settled (WaitForAck)
 
 	mu      sync.Mutex
-	ready   []entry // ring buffer of length capacity
-	head    int     // index of the oldest ready ride
-	nready  int
-	unacked map[uint64]entry
+	ready   []message // FIFO: ready[0] is delivered next
+	rides   int       // rides in ready and unacked
+	unacked map[uint64]message
 	nextTag uint64
 	closed  bool
-	dropped int64
 	wake    chan struct{} // signalled when ready or unacked changes
 	started bool
 }
@@ -36,28 +36,26 @@ var (
 	_ ports.QueueStats = (*Queue)(nil)
 )
 
-// entry is a ride in the queue and, when its publisher waits for it to be
-// stored, where to tell it the outcome.
-type entry struct {
-	ride domain.LiftRide
-	done chan error // nil: nobody waits; else buffered, told once
+// message is one Publish call's rides and, when its publisher waits for
+// them to be stored, where to tell it the outcome.
+type message struct {
+	rides []domain.LiftRide
+	done  chan error // nil: nobody waits; else buffered, told once
 }
 
-func (e entry) tell(err error) {
-	if e.done != nil {
-		e.done <- err
+func (m message) tell(err error) {
+	if m.done != nil {
+		m.done <- err
 	}
 }
 
 // Option changes how a Queue behaves.
 type Option func(*Queue)
 
-// WaitForAck makes Publish return only once the persister has acknowledged
-// the ride, that is once the store has committed the batch that holds it.
-// With a durable store a 201 then means the ride survives a crash; and
-// since the persister writes whatever is queued as one batch, concurrent
-// requests share one store write (group commit). A ride the store refuses
-// makes Publish fail with domain.ErrInvalid.
+// WaitForAck makes Publish return only once the persister has settled the
+// message, that is once the store has committed the batch that holds it.
+// With a durable store a 201 then means the ride survives a crash. A ride
+// the store refuses makes Publish fail with domain.ErrInvalid.
 func WaitForAck() Option { return func(q *Queue) { q.wait = true } }
 
 // New returns an empty queue holding at most capacity rides.
@@ -67,8 +65,7 @@ func New(capacity int, opts ...Option) *Queue {
 	}
 	q := &Queue{
 		capacity: capacity,
-		ready:    make([]entry, capacity),
-		unacked:  map[uint64]entry{},
+		unacked:  map[uint64]message{},
 		wake:     make(chan struct{}, 1),
 	}
 	for _, o := range opts {
@@ -84,40 +81,44 @@ func (q *Queue) signal() {
 	}
 }
 
-// Publish appends the ride, or fails with ErrUnavailable when the queue is
-// full or closed. With WaitForAck it then waits until the ride is stored.
-func (q *Queue) Publish(ctx context.Context, ride domain.LiftRide) error {
-	e := entry{ride: ride}
+// Publish appends the rides as one message, or fails with ErrUnavailable
+// when they do not fit or the queue is closed. With WaitForAck it then
+// waits until they are stored.
+func (q *Queue) Publish(ctx context.Context, rides []domain.LiftRide) error {
+	if len(rides) == 0 {
+		return nil
+	}
+	m := message{rides: rides}
 	if q.wait {
-		e.done = make(chan error, 1)
+		m.done = make(chan error, 1)
 	}
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return domain.Unavailable("the service is shutting down; retry against another instance")
 	}
-	if q.nready+len(q.unacked) >= q.capacity {
+	if waiting := q.rides; waiting+len(rides) > q.capacity {
 		q.mu.Unlock()
-		return domain.Unavailable("the ride queue is full (%d rides waiting); retry shortly", q.capacity)
+		return fmt.Errorf("%w: %w: %d rides waiting, capacity %d; retry shortly", domain.ErrUnavailable, ports.ErrQueueFull, waiting, q.capacity)
 	}
-	q.ready[(q.head+q.nready)%q.capacity] = e
-	q.nready++
+	q.ready = append(q.ready, m)
+	q.rides += len(rides)
 	q.mu.Unlock()
 	q.signal()
-	if e.done == nil {
+	if m.done == nil {
 		return nil
 	}
 	select {
-	case err := <-e.done:
+	case err := <-m.done:
 		return err
 	case <-ctx.Done():
-		// The ride stays queued and will be stored; the caller just stops
-		// waiting. Sending it again is safe: the stores are idempotent.
-		return domain.Unavailable("ride %s not stored before the request ended (it may still be stored; sending it again is safe): %v", ride.Key(), ctx.Err())
+		// The rides stay queued and will be stored; the caller just stops
+		// waiting. Sending them again is safe: the stores are idempotent.
+		return domain.Unavailable("%d rides not stored before the request ended (they may still be stored; sending them again is safe): %v", len(rides), ctx.Err())
 	}
 }
 
-// Deliveries starts handing out rides. It may be called once.
+// Deliveries starts handing out messages. It may be called once.
 func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -125,26 +126,25 @@ func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 		return nil, errors.New("inproc queue: Deliveries called twice")
 	}
 	q.started = true
-	out := make(chan ports.Delivery, 256)
+	out := make(chan ports.Delivery, 64)
 	go q.deliver(ctx, out)
 	return out, nil
 }
 
-// take moves the oldest ready ride to unacked. done reports that the queue is
-// closed, empty and settled, so the delivery loop should end.
+// take moves the oldest ready message to unacked. done reports that the
+// queue is closed, empty and settled, so the delivery loop should end.
 func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nready == 0 {
+	if len(q.ready) == 0 {
 		return d, false, q.closed && len(q.unacked) == 0
 	}
-	e := q.ready[q.head]
-	q.ready[q.head] = entry{}
-	q.head = (q.head + 1) % q.capacity
-	q.nready--
+	m := q.ready[0]
+	q.ready[0] = message{}
+	q.ready = q.ready[1:]
 	q.nextTag++
-	q.unacked[q.nextTag] = e
-	return ports.Delivery{Ride: e.ride, Receipt: q.nextTag}, true, false
+	q.unacked[q.nextTag] = m
+	return ports.Delivery{Rides: m.rides, Receipt: q.nextTag}, true, false
 }
 
 func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
@@ -172,13 +172,24 @@ func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
 	}
 }
 
-// Ack forgets the delivered rides (and tells their waiting publishers).
-func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
+// settle removes a delivered message from unacked; ok is false if it is
+// not there (settled already, or not this queue's).
+func (q *Queue) settle(d ports.Delivery) (m message, ok bool) {
+	tag, _ := d.Receipt.(uint64)
+	m, ok = q.unacked[tag]
+	if ok {
+		delete(q.unacked, tag)
+		q.rides -= len(m.rides)
+	}
+	return m, ok
+}
+
+// Ack forgets the delivered messages (and tells their waiting publishers).
+func (q *Queue) Ack(_ context.Context, ds []ports.Delivery) error {
 	q.mu.Lock()
-	for _, d := range batch {
-		if e, ok := q.unacked[tagOf(d)]; ok {
-			delete(q.unacked, tagOf(d))
-			e.tell(nil)
+	for _, d := range ds {
+		if m, ok := q.settle(d); ok {
+			m.tell(nil)
 		}
 	}
 	q.mu.Unlock()
@@ -186,45 +197,43 @@ func (q *Queue) Ack(_ context.Context, batch []ports.Delivery) error {
 	return nil
 }
 
-// Reject drops rides that can never be stored: an in-process queue has no
-// dead-letter queue to keep them in (the persister logs each one).
-func (q *Queue) Reject(_ context.Context, batch []ports.Delivery) error {
+// Reject drops the rides the store refused (an in-process queue has no
+// dead-letter queue to keep them in; the persister logs each one) and
+// forgets the message, whose other rides are stored. A waiting publisher is
+// told its ride was refused.
+func (q *Queue) Reject(_ context.Context, d ports.Delivery, refused []domain.LiftRide) error {
 	q.mu.Lock()
-	for _, d := range batch {
-		if e, ok := q.unacked[tagOf(d)]; ok {
-			delete(q.unacked, tagOf(d))
-			q.dropped++
-			e.tell(domain.Invalid("the store refused ride %s", e.ride.Key()))
-		}
-	}
+	m, ok := q.settle(d)
 	q.mu.Unlock()
 	q.signal()
+	if ok {
+		m.tell(domain.Invalid("the store refused %d of %d rides, among them %s", len(refused), len(m.rides), firstKey(refused)))
+	}
 	return nil
 }
 
-// Dropped is how many rides Reject has dropped.
-func (q *Queue) Dropped() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.dropped
+func firstKey(rides []domain.LiftRide) string {
+	if len(rides) == 0 {
+		return "none"
+	}
+	return rides[0].Key()
 }
 
-// Nack puts the delivered rides back at the head of the queue, in order, so
-// they are delivered again next.
-func (q *Queue) Nack(_ context.Context, batch []ports.Delivery) error {
+// Nack puts the delivered messages back at the head of the queue, in
+// order, so they are delivered again next.
+func (q *Queue) Nack(_ context.Context, ds []ports.Delivery) error {
 	q.mu.Lock()
-	for i := len(batch) - 1; i >= 0; i-- {
-		e, ok := q.unacked[tagOf(batch[i])]
-		if !ok {
-			continue
+	back := make([]message, 0, len(ds)+len(q.ready))
+	for _, d := range ds {
+		if m, ok := q.settle(d); ok {
+			// Room is guaranteed: the rides were counted against
+			// capacity. A waiting publisher keeps waiting: the rides
+			// will be stored later.
+			q.rides += len(m.rides)
+			back = append(back, m)
 		}
-		delete(q.unacked, tagOf(batch[i]))
-		// Room is guaranteed: the ride was counted against capacity. A
-		// waiting publisher keeps waiting: the ride will be stored later.
-		q.head = (q.head - 1 + q.capacity) % q.capacity
-		q.ready[q.head] = e
-		q.nready++
 	}
+	q.ready = append(back, q.ready...) // a copy: Nack is the rare path
 	q.mu.Unlock()
 	q.signal()
 	return nil
@@ -240,15 +249,10 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-// Depth is the number of rides ready or delivered and not yet acknowledged.
-func (q *Queue) Depth(context.Context) (int64, error) {
+// Depth is the number of messages, and of rides, ready or delivered and
+// not yet settled: both exact.
+func (q *Queue) Depth(context.Context) (ports.QueueDepth, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return int64(q.nready + len(q.unacked)), nil
-}
-
-// tagOf is the sequence number this queue put in a delivery's receipt.
-func tagOf(d ports.Delivery) uint64 {
-	tag, _ := d.Receipt.(uint64)
-	return tag
+	return ports.QueueDepth{Messages: int64(len(q.ready) + len(q.unacked)), Rides: int64(q.rides)}, nil
 }

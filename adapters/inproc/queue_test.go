@@ -23,7 +23,7 @@ func TestQueueContract(t *testing.T) {
 // publishAsync publishes from a goroutine and returns where its result goes.
 func publishAsync(ctx context.Context, q *inproc.Queue, r domain.LiftRide) <-chan error {
 	res := make(chan error, 1)
-	go func() { res <- q.Publish(ctx, r) }()
+	go func() { res <- q.Publish(ctx, []domain.LiftRide{r}) }()
 	return res
 }
 
@@ -89,7 +89,8 @@ func TestWaitForAckRejectedRideFailsItsPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := publishAsync(ctx, q, queuetest.Rides(1, 1)[0])
-	if err := q.Reject(ctx, []ports.Delivery{nextDelivery(t, ch)}); err != nil {
+	d := nextDelivery(t, ch)
+	if err := q.Reject(ctx, d, d.Rides); err != nil {
 		t.Fatal(err)
 	}
 	if err := result(t, res); !errors.Is(err, domain.ErrInvalid) {
@@ -112,7 +113,7 @@ func TestWaitForAckCallerGivingUpLeavesTheRideQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := nextDelivery(t, ch); d.Ride != ride {
-		t.Fatalf("delivered %v; want the ride whose publisher gave up, %v", d.Ride, ride)
+	if d := nextDelivery(t, ch); len(d.Rides) != 1 || d.Rides[0] != ride {
+		t.Fatalf("delivered %v; want the ride whose publisher gave up, %v", d.Rides, ride)
 	}
 }

@@ -18,11 +18,11 @@ type Metrics struct {
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	queueDepth   prometheus.Gauge
+	queueMsgs    prometheus.Gauge
 	publishFails prometheus.Counter
 	batchSize    prometheus.Histogram
 	writeLatency prometheus.Histogram
 	cache        *prometheus.CounterVec
-	rejections   *prometheus.CounterVec
 	ridesRefused *prometheus.CounterVec // skidata_rides_rejected_total
 	ridesDropped *prometheus.CounterVec
 	breaker      prometheus.Gauge
@@ -49,10 +49,13 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method", "status"}),
 		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skidata_queue_depth", Help: "Rides published but not yet acknowledged, sampled every 100 ms.",
+			Name: "skidata_queue_depth", Help: "Rides published but not yet acknowledged, sampled every 100 ms (a broker counts messages: the rides of messages not yet consumed are estimated from the mean rides per message).",
+		}),
+		queueMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skidata_queue_depth_messages", Help: "Messages published but not yet acknowledged, sampled every 100 ms.",
 		}),
 		publishFails: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skidata_publish_failures_total", Help: "Rides the queue would not take.",
+			Name: "skidata_publish_failures_total", Help: "Rides in messages the queue would not take.",
 		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "skidata_persist_batch_rides", Help: "Rides per batch the persister wrote.",
@@ -65,11 +68,8 @@ func New() *Metrics {
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_cache_lookups_total", Help: "Query cache lookups, by query and result (hit or miss).",
 		}, []string{"query", "result"}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_ingest_rejections_total", Help: "POSTs turned away on purpose, by reason (rate, queue_full, breaker_open).",
-		}, []string{"reason"}),
 		ridesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, queue_full, unavailable, not_found, canceled, error.",
+			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, queue_full, breaker_open, unavailable, not_found, canceled, error.",
 		}, []string{"reason"}),
 		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
@@ -96,11 +96,26 @@ func New() *Metrics {
 			Name: "skidata_rides_dead_lettered_total", Help: "Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.rejections, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled, m.batches, m.failed, m.rejected, m.deadLettered,
+	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.queueMsgs, m.publishFails, m.batchSize, m.writeLatency,
+		m.cache, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled, m.batches, m.failed, m.rejected, m.deadLettered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every labelled series an alert or dashboard reads exists from the
+	// start at 0: increase() and rate() see nothing until a series has
+	// two samples, so a counter born at its first increment would hide
+	// that increment (the first dead letter, a drop just before exit).
+	for _, reason := range RideRejectionReasons {
+		m.ridesRefused.WithLabelValues(reason)
+	}
+	m.ridesDropped.WithLabelValues("shutdown")
+	for _, reason := range []string{"rejected", "unreadable"} {
+		m.deadLettered.WithLabelValues(reason)
+	}
 	return m
 }
+
+// RideRejectionReasons are the reasons ports.Metrics.RideRejected is
+// given, each a series of skidata_rides_rejected_total from the start.
+var RideRejectionReasons = []string{"rate", "queue_full", "breaker_open", "unavailable", "not_found", "canceled", "error"}
 
 // Handler serves the registry at /metrics.
 func (m *Metrics) Handler() http.Handler {
@@ -115,10 +130,13 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 }
 
 // SetQueueDepth implements ports.Metrics.
-func (m *Metrics) SetQueueDepth(depth int64) { m.queueDepth.Set(float64(depth)) }
+func (m *Metrics) SetQueueDepth(d ports.QueueDepth) {
+	m.queueDepth.Set(float64(d.Rides))
+	m.queueMsgs.Set(float64(d.Messages))
+}
 
 // PublishFailed implements ports.Metrics.
-func (m *Metrics) PublishFailed() { m.publishFails.Inc() }
+func (m *Metrics) PublishFailed(rides int) { m.publishFails.Add(float64(rides)) }
 
 // ObserveBatch implements ports.Metrics.
 func (m *Metrics) ObserveBatch(rides int, d time.Duration) {
@@ -146,9 +164,6 @@ func (m *Metrics) CacheLookup(query string, hit bool) {
 	}
 	m.cache.WithLabelValues(query, result).Inc()
 }
-
-// Rejected implements ports.Metrics.
-func (m *Metrics) Rejected(reason string) { m.rejections.WithLabelValues(reason).Inc() }
 
 // RideRejected implements ports.Metrics.
 func (m *Metrics) RideRejected(reason string) { m.ridesRefused.WithLabelValues(reason).Inc() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -30,14 +31,16 @@ type Broker struct {
 	cfg Config
 	url string // redacted, for messages
 
-	stop    context.CancelFunc // ends the reconnect loops and the batchers
+	stop    context.CancelFunc // ends the reconnect loop
 	stopped <-chan struct{}    // closed by stop
 	wg      sync.WaitGroup
 
-	batchers []*batcher    // one per shard: group commit of concurrent publishes
-	slots    chan struct{} // one token per batch in flight, over all shards
-	msgSeq   atomic.Uint64 // numbers this process's batch messages
-	startID  string        // tells this process's message ids from a previous run's
+	nextShard atomic.Uint64 // the shard queue of the next message, in turn
+	msgSeq    atomic.Uint64 // numbers this process's messages
+	startID   string        // tells this process's message ids from a previous run's
+
+	meanMu    sync.Mutex
+	meanRides float64 // rides per message lately, for Depth; 0: none seen
 
 	mu      sync.RWMutex
 	pub     *pubSession // nil while the broker is unreachable
@@ -76,12 +79,8 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		defer b.wg.Done()
 		b.keepPublisher(runCtx, s)
 	}()
-	b.startBatchers(runCtx)
 	return b, nil
 }
-
-// Config returns the configuration in force, defaults filled in.
-func (b *Broker) Config() Config { return b.cfg }
 
 // dial opens a connection labelled for the broker's tools; role tells the
 // publishing and consuming connections apart.
@@ -288,10 +287,14 @@ func (b *Broker) withChannel(fn func(*amqp.Channel) error) error {
 	return fn(ch)
 }
 
-// Depth is the ready rides over all shards plus the deliveries this process
-// holds unacknowledged. Deliveries held by other consumer processes are not
-// visible here (the broker's declare-ok counts ready messages only).
-func (b *Broker) Depth(ctx context.Context) (int64, error) {
+// Depth is the messages ready over all shards plus those this process
+// holds unsettled, and the rides in them. The broker counts messages only:
+// the rides of ready messages are estimated from the mean rides per message
+// this process has lately published or consumed (one per message when it
+// has seen none); the rides of held messages are exact. Messages held by
+// other consumer processes are not visible here (the broker's declare-ok
+// counts ready messages only).
+func (b *Broker) Depth(ctx context.Context) (ports.QueueDepth, error) {
 	var ready int64
 	err := b.withChannel(func(ch *amqp.Channel) error {
 		for i := range b.cfg.Shards {
@@ -307,15 +310,40 @@ func (b *Broker) Depth(ctx context.Context) (int64, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("queue depth: %w", err)
+		return ports.QueueDepth{}, fmt.Errorf("queue depth: %w", err)
 	}
+	d := ports.QueueDepth{Messages: ready, Rides: int64(math.Round(float64(ready) * b.ridesPerMessage()))}
 	b.subMu.Lock()
 	c := b.sub
 	b.subMu.Unlock()
 	if c != nil {
-		ready += c.heldCount()
+		msgs, rides := c.heldCount()
+		d.Messages += msgs
+		d.Rides += rides
 	}
-	return ready, nil
+	return d, nil
+}
+
+// meanWeight is the weight of the newest message in the running mean of
+// rides per message: about the last hundred messages count.
+const meanWeight = 0.01
+
+// observeMessage feeds the running mean of rides per message with one
+// message published or consumed.
+func (b *Broker) observeMessage(rides int) {
+	b.meanMu.Lock()
+	if b.meanRides == 0 {
+		b.meanRides = float64(rides)
+	} else {
+		b.meanRides += meanWeight * (float64(rides) - b.meanRides)
+	}
+	b.meanMu.Unlock()
+}
+
+func (b *Broker) ridesPerMessage() float64 {
+	b.meanMu.Lock()
+	defer b.meanMu.Unlock()
+	return max(b.meanRides, 1)
 }
 
 // Disconnect closes the broker connections and stops reconnecting. Call it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/cenkalti/backoff/v5"
@@ -14,15 +13,19 @@ import (
 	"github.com/skidata/skidata/ports"
 )
 
-// deliveryCountHeader counts deliveries of a classic-queue ride across the
-// requeues this adapter does itself (classic queues keep no count).
+// deliveryCountHeader counts deliveries of a classic-queue message across
+// the requeues this adapter does itself (classic queues keep no count).
 const deliveryCountHeader = "x-skidata-deliveries"
 
 // consumer is the subscribing side: one connection, one channel per shard.
 // Each channel is a lane with its own id, never reused: delivery tags are per
-// channel, so an ack is sent only on the channel that delivered, and a
-// delivery from a channel that has died is not acked at all (the broker
-// redelivers it, which the idempotent stores absorb).
+// channel, so a message is settled only on the channel that delivered it,
+// and a delivery from a channel that has died is not settled at all (the
+// broker redelivers it, which the idempotent stores absorb).
+//
+// One broker message is one ports.Delivery, from the queue to the store and
+// back: the receipt names the message, and Ack, Nack and Reject settle it
+// whole.
 type consumer struct {
 	b   *Broker
 	out chan ports.Delivery
@@ -30,7 +33,8 @@ type consumer struct {
 	mu         sync.Mutex
 	lanes      map[uint32]*lane
 	nextLane   uint32
-	held       int64 // received from the broker on live lanes, not yet settled
+	held       int64 // messages received on live lanes, not yet settled
+	heldRides  int64 // the rides in them
 	forwarders int
 	closing    bool
 	finished   bool
@@ -47,29 +51,29 @@ type lane struct {
 	ch    *amqp.Channel
 	tag   string
 
-	sendMu sync.Mutex // orders acks and nacks on the channel
+	sendMu sync.Mutex // orders the settlements sent on the channel
 
 	// Guarded by consumer.mu.
-	pending map[uint64]*message
+	pending map[uint64]held // by delivery tag
 	dead    bool
 }
 
-// message is one broker message handed out as one delivery per ride. It is
-// settled with the broker once every ride of it is settled: acked if all
-// were stored (rides refused as invalid having been dead-lettered alone),
-// requeued whole if any was handed back.
-type message struct {
-	m         amqp.Delivery
-	rides     []domain.LiftRide
-	settled   []bool
-	left      int  // rides not settled yet
-	requeue   bool // some ride was nacked: the whole message goes back
-	rejectAll bool // the only ride was refused: dead-letter the message itself
+// held is a message handed out and not yet settled.
+type held struct {
+	m     amqp.Delivery
+	rides int
+}
+
+// receipt is what the consumer puts in a delivery: the lane (shard
+// channel) it came on and the broker's delivery tag there.
+type receipt struct {
+	lane uint32
+	tag  uint64
 }
 
 // Deliveries starts consuming every shard. It may be called once per Broker.
-// The channel closes after Close (or ctx ending) once every ride handed out
-// has been acked or nacked.
+// The channel closes after Close (or ctx ending) once every message handed
+// out has been settled.
 func (b *Broker) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 	b.subMu.Lock()
 	defer b.subMu.Unlock()
@@ -140,7 +144,7 @@ func (c *consumer) openLane(conn *amqp.Connection, shard int) error {
 	}
 	c.mu.Lock()
 	c.nextLane++
-	l := &lane{id: c.nextLane, shard: shard, ch: ch, pending: map[uint64]*message{}}
+	l := &lane{id: c.nextLane, shard: shard, ch: ch, pending: map[uint64]held{}}
 	l.tag = fmt.Sprintf("%s.%d", c.b.cfg.ConnectionName, l.id)
 	c.mu.Unlock()
 	msgs, err := ch.Consume(c.b.cfg.ShardQueue(shard), l.tag, false, false, false, false, nil)
@@ -166,7 +170,7 @@ func (c *consumer) run(ctx context.Context, conn *amqp.Connection) {
 		case <-c.finishedCh:
 			conn.Close()
 			return
-		case <-ctx.Done(): // Disconnect: no more waiting for acks
+		case <-ctx.Done(): // Disconnect: no more waiting for settlements
 			conn.Close()
 			c.dropLanes()
 			return
@@ -189,13 +193,14 @@ func (c *consumer) run(ctx context.Context, conn *amqp.Connection) {
 }
 
 // dropLanes forgets every lane after the connection died: the broker has
-// already put their unacked rides back in the queue.
+// already put their unsettled messages back in the queue.
 func (c *consumer) dropLanes() {
 	c.mu.Lock()
 	for id, l := range c.lanes {
 		l.dead = true
-		for _, msg := range l.pending {
-			c.held -= int64(msg.left)
+		for _, h := range l.pending {
+			c.held--
+			c.heldRides -= int64(h.rides)
 		}
 		clear(l.pending)
 		delete(c.lanes, id)
@@ -205,9 +210,9 @@ func (c *consumer) dropLanes() {
 }
 
 // forward takes the lane's messages off the library eagerly (so they are
-// counted in Depth) and hands their rides out one by one. Undecodable bodies
-// are dead-lettered at once: no retry can make them readable; so are the
-// invalid rides of a batch, each alone.
+// counted in Depth) and hands each out as one delivery. A body no release
+// can read is dead-lettered at once: no retry can make it readable. So are
+// the unreadable records of a batch (decodeBody keeps the rest).
 func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 	defer func() {
 		c.mu.Lock()
@@ -233,33 +238,59 @@ func (c *consumer) forward(l *lane, msgs <-chan amqp.Delivery) {
 				}
 				continue
 			}
-			body, err := decodeBody(m.Body)
-			if err == nil && len(body.bad) > 0 && len(body.rides) > 0 {
-				err = c.deadLetterRecords(l, m, body)
-			}
-			if err != nil || len(body.rides) == 0 {
-				if m.Nack(false, false) == nil { // to the dead-letter exchange
-					c.b.cfg.Metrics.RidesDeadLettered("unreadable", max(1, len(body.bad)))
-				}
+			d, ok := c.take(l, m)
+			if !ok {
 				continue
 			}
-			ds := c.track(l, m, body.rides)
 			if closing {
-				_ = c.settle(l, ds, settleRequeue)
+				_ = c.settle(l, []uint64{m.DeliveryTag}, settleRequeue)
 				continue
 			}
-			queue = append(queue, ds...)
+			queue = append(queue, d)
 		case send <- head:
+			queue[0] = ports.Delivery{}
 			queue = queue[1:]
 		case <-closingCh:
 			closingCh, closing = nil, true
-			_ = c.settle(l, queue, settleRequeue)
+			_ = c.settle(l, tagsOf(queue), settleRequeue)
 			queue = nil
 		}
 	}
 	if len(queue) > 0 {
-		_ = c.settle(l, queue, settleRequeue)
+		_ = c.settle(l, tagsOf(queue), settleRequeue)
 	}
+}
+
+// take decodes a message and records it as held; ok is false if the
+// message was unreadable and has been dead-lettered instead.
+func (c *consumer) take(l *lane, m amqp.Delivery) (ports.Delivery, bool) {
+	body, err := decodeBody(m.Body)
+	if err == nil && len(body.bad) > 0 && len(body.rides) > 0 {
+		err = c.deadLetterRecords(l, m, body)
+	}
+	if err != nil || len(body.rides) == 0 {
+		if m.Nack(false, false) == nil { // to the dead-letter exchange
+			c.b.cfg.Metrics.RidesDeadLettered("unreadable", max(1, len(body.bad)))
+		}
+		return ports.Delivery{}, false
+	}
+	c.b.observeMessage(len(body.rides))
+	c.mu.Lock()
+	if !l.dead { // on a dead lane the broker has requeued it already
+		l.pending[m.DeliveryTag] = held{m: m, rides: len(body.rides)}
+		c.held++
+		c.heldRides += int64(len(body.rides))
+	}
+	c.mu.Unlock()
+	return ports.Delivery{Rides: body.rides, Receipt: receipt{lane: l.id, tag: m.DeliveryTag}}, true
+}
+
+func tagsOf(ds []ports.Delivery) []uint64 {
+	tags := make([]uint64, len(ds))
+	for i, d := range ds {
+		tags[i] = receiptOf(d).tag
+	}
+	return tags
 }
 
 func (c *consumer) isDead(l *lane) bool {
@@ -268,69 +299,88 @@ func (c *consumer) isDead(l *lane) bool {
 	return l.dead
 }
 
-// track records a message as held and returns its deliveries, one per ride.
-// On a lane already dead the deliveries are still returned: settling them is
-// a no-op, and the broker has requeued the message.
-func (c *consumer) track(l *lane, m amqp.Delivery, rides []domain.LiftRide) []ports.Delivery {
-	ds := make([]ports.Delivery, len(rides))
-	for i, r := range rides {
-		ds[i] = ports.Delivery{Ride: r, Receipt: receipt{lane: l.id, tag: m.DeliveryTag, ride: uint16(i)}}
-	}
-	l.sendMu.Lock()
-	defer l.sendMu.Unlock()
+func (c *consumer) heldCount() (messages, rides int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !l.dead {
-		l.pending[m.DeliveryTag] = &message{m: m, rides: rides, settled: make([]bool, len(rides)), left: len(rides)}
-		c.held += int64(len(rides))
-	}
-	return ds
+	return c.held, c.heldRides
 }
 
-func (c *consumer) heldCount() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.held
+// Ack acknowledges messages whose rides the store has written.
+func (b *Broker) Ack(_ context.Context, ds []ports.Delivery) error {
+	return b.settleAll(ds, settleAck)
 }
 
-// Ack acknowledges a batch the store has written.
-func (b *Broker) Ack(_ context.Context, batch []ports.Delivery) error {
-	return b.settleAll(batch, settleAck)
-}
-
-// Nack hands a batch back to be delivered again. A ride delivered
+// Nack hands messages back to be delivered again. A message delivered
 // DeliveryLimit times goes to the dead-letter queue instead.
-func (b *Broker) Nack(_ context.Context, batch []ports.Delivery) error {
-	return b.settleAll(batch, settleRequeue)
+func (b *Broker) Nack(_ context.Context, ds []ports.Delivery) error {
+	return b.settleAll(ds, settleRequeue)
 }
 
-// Reject sends rides the store refused as invalid straight to the
-// dead-letter queue, without waiting for the delivery limit.
-func (b *Broker) Reject(_ context.Context, batch []ports.Delivery) error {
-	return b.settleAll(batch, settleReject)
-}
-
-func (b *Broker) settleAll(batch []ports.Delivery, how settleMode) error {
-	b.subMu.Lock()
-	c := b.sub
-	b.subMu.Unlock()
-	if c == nil {
-		return errors.New("rabbitmq: Ack or Nack before Deliveries")
+// Reject settles a message of which the store refused some rides: when it
+// refused them all the broker dead-letters the message itself (its x-death
+// header says why and from where); otherwise the refused rides are
+// published, as one message naming its source, to the dead-letter exchange
+// (confirmed) and the original is acked, its other rides being stored. If
+// that publish fails the original goes back whole instead.
+func (b *Broker) Reject(ctx context.Context, d ports.Delivery, refused []domain.LiftRide) error {
+	c, err := b.subscriber()
+	if err != nil {
+		return err
 	}
-	byLane := map[uint32][]ports.Delivery{}
-	for _, d := range batch {
+	l := c.liveLane(receiptOf(d).lane)
+	if l == nil {
+		return nil // that channel died; the broker redelivers the message
+	}
+	how := settleDeadLetter
+	if len(refused) < len(d.Rides) {
+		how = settleAck
+		c.mu.Lock()
+		h, ok := l.pending[receiptOf(d).tag]
+		c.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		if err := c.deadLetterRides(l, h.m, refused); err != nil {
+			how = settleRequeue
+		}
+	}
+	err = c.settle(l, []uint64{receiptOf(d).tag}, how)
+	c.maybeFinish()
+	return err
+}
+
+func (b *Broker) subscriber() (*consumer, error) {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	if b.sub == nil {
+		return nil, errors.New("rabbitmq: a delivery settled before Deliveries")
+	}
+	return b.sub, nil
+}
+
+func (c *consumer) liveLane(id uint32) *lane {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lanes[id]
+}
+
+func (b *Broker) settleAll(ds []ports.Delivery, how settleMode) error {
+	c, err := b.subscriber()
+	if err != nil {
+		return err
+	}
+	byLane := map[uint32][]uint64{}
+	for _, d := range ds {
 		r := receiptOf(d)
-		byLane[r.lane] = append(byLane[r.lane], d)
+		byLane[r.lane] = append(byLane[r.lane], r.tag)
 	}
 	var errs []error
-	for id, ds := range byLane {
-		c.mu.Lock()
-		l := c.lanes[id]
-		c.mu.Unlock()
+	for id, tags := range byLane {
+		l := c.liveLane(id)
 		if l == nil {
-			continue // that channel died; the broker redelivers its rides
+			continue // that channel died; the broker redelivers its messages
 		}
-		if err := c.settle(l, ds, how); err != nil {
+		if err := c.settle(l, tags, how); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -343,16 +393,14 @@ type settleMode int
 const (
 	settleAck settleMode = iota
 	settleRequeue
-	settleReject
+	settleDeadLetter
 )
 
-// settle records the outcome of rides of one lane and settles with the
-// broker every message whose rides are now all settled. Acks use one
-// multiple-ack when the completed messages hold every pending tag up to the
-// highest (the usual case for a persister that acks in order), else one
-// frame per message: a multiple-ack must never cover a message still being
-// processed.
-func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
+// settle settles messages of one lane with the broker. Acks use one
+// multiple-ack when the messages hold every pending tag up to the highest
+// (the usual case for a persister that acks in order), else one frame per
+// message: a multiple-ack must never cover a message still being processed.
+func (c *consumer) settle(l *lane, tags []uint64, how settleMode) error {
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
 	c.mu.Lock()
@@ -360,72 +408,25 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 		c.mu.Unlock()
 		return nil
 	}
-	var acks []uint64
-	var requeues, rejects []*message
-	var deadOne []deadRide // rides of a batch refused alone
-	touched := map[uint64]*message{}
-	for _, d := range ds {
-		r := receiptOf(d)
-		msg, ok := l.pending[r.tag]
-		if !ok || int(r.ride) >= len(msg.settled) || msg.settled[r.ride] {
-			continue
-		}
-		touched[r.tag] = msg
-		msg.settled[r.ride] = true
-		msg.left--
-		c.held--
-		switch how {
-		case settleRequeue:
-			msg.requeue = true
-		case settleReject:
-			if len(msg.rides) == 1 {
-				msg.rejectAll = true
-			} else {
-				deadOne = append(deadOne, deadRide{msg: msg, ride: msg.rides[r.ride]})
-			}
-		}
-	}
-	// Rides refused alone are dead-lettered before their message can be
-	// acked: they are published to the dead-letter exchange (confirmed),
-	// and a message whose refused ride could not be published goes back
-	// whole instead.
-	if len(deadOne) > 0 {
-		c.mu.Unlock()
-		for _, dr := range deadOne {
-			if err := c.deadLetterRide(l, dr.msg.m, dr.ride); err != nil {
-				c.mu.Lock()
-				dr.msg.requeue = true
-				c.mu.Unlock()
-			}
-		}
-		c.mu.Lock()
-		if l.dead {
-			c.mu.Unlock()
-			return nil
-		}
-	}
-	for tag, msg := range touched {
-		if msg.left > 0 || l.pending[tag] != msg {
-			continue
+	msgs := make([]amqp.Delivery, 0, len(tags))
+	rides := 0
+	for _, tag := range tags {
+		h, ok := l.pending[tag]
+		if !ok {
+			continue // settled already
 		}
 		delete(l.pending, tag)
-		switch {
-		case msg.requeue:
-			requeues = append(requeues, msg)
-		case msg.rejectAll:
-			rejects = append(rejects, msg)
-		default:
-			acks = append(acks, tag)
-		}
+		c.held--
+		c.heldRides -= int64(h.rides)
+		rides += h.rides
+		msgs = append(msgs, h.m)
 	}
-	if len(acks)+len(requeues)+len(rejects) == 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	multiple := len(acks) > 1
 	var top uint64
+	for _, m := range msgs {
+		top = max(top, m.DeliveryTag)
+	}
+	multiple := how == settleAck && len(msgs) > 1
 	if multiple {
-		top = slices.Max(acks)
 		for t := range l.pending {
 			if t <= top {
 				multiple = false
@@ -434,95 +435,93 @@ func (c *consumer) settle(l *lane, ds []ports.Delivery, how settleMode) error {
 		}
 	}
 	c.mu.Unlock()
+	if len(msgs) == 0 {
+		return nil
+	}
 
 	var err error
-	if multiple {
+	switch {
+	case multiple:
 		err = l.ch.Ack(top, true)
-	} else {
-		for _, t := range acks {
-			err = errors.Join(err, l.ch.Ack(t, false))
+	case how == settleAck:
+		for _, m := range msgs {
+			err = errors.Join(err, l.ch.Ack(m.DeliveryTag, false))
 		}
-	}
-	for _, msg := range rejects {
-		if e := l.ch.Nack(msg.m.DeliveryTag, false, false); e != nil { // to the dead-letter exchange
-			err = errors.Join(err, e)
-		} else {
-			c.b.cfg.Metrics.RidesDeadLettered("rejected", 1)
+	case how == settleDeadLetter:
+		for _, m := range msgs {
+			err = errors.Join(err, l.ch.Nack(m.DeliveryTag, false, false)) // to the dead-letter exchange
 		}
-	}
-	if len(requeues) > 0 {
-		if c.b.cfg.QueueType == QueueTypeClassic && c.b.cfg.DeliveryLimit > 0 {
-			err = errors.Join(err, c.requeueCounted(l, requeues))
-		} else {
-			for _, msg := range requeues {
-				err = errors.Join(err, l.ch.Nack(msg.m.DeliveryTag, false, true))
-			}
+		if err == nil {
+			c.b.cfg.Metrics.RidesDeadLettered("rejected", rides)
+		}
+	case c.b.cfg.QueueType == QueueTypeClassic && c.b.cfg.DeliveryLimit > 0:
+		err = c.requeueCounted(l, msgs)
+	default:
+		for _, m := range msgs {
+			err = errors.Join(err, l.ch.Nack(m.DeliveryTag, false, true))
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w: settle %d messages on %s (they will be delivered again): %w", domain.ErrUnavailable, len(acks)+len(requeues)+len(rejects), c.b.cfg.ShardQueue(l.shard), err)
+		return fmt.Errorf("%w: settle %d messages on %s (they will be delivered again): %w", domain.ErrUnavailable, len(msgs), c.b.cfg.ShardQueue(l.shard), err)
 	}
 	return nil
 }
 
-type deadRide struct {
-	msg  *message
-	ride domain.LiftRide
-}
-
-// Headers on a ride this adapter dead-letters alone (one ride of a batch):
-// the broker's x-death header describes the message it dead-letters
-// itself, and these say the same for a ride split out of one.
+// Headers on a message this adapter dead-letters itself (the refused rides
+// of a batch, the unreadable records of one): the broker's x-death header
+// describes the messages it dead-letters, and these say the same for a
+// message made from part of one.
 const (
 	deadReasonHeader = "x-skidata-dead-reason"
 	deadQueueHeader  = "x-skidata-dead-queue"
 	deadBatchHeader  = "x-skidata-batch"
 )
 
-// deadLetterRide publishes one ride of a batch, alone, to the dead-letter
-// exchange, and waits for the confirm.
-func (c *consumer) deadLetterRide(l *lane, m amqp.Delivery, ride domain.LiftRide) error {
-	return c.deadLetterBody(l, m, ride.Key(), encodeRide(ride), "rejected")
+// deadLetterRides publishes the refused rides of a message, as one
+// message, to the dead-letter exchange, and waits for the confirm.
+func (c *consumer) deadLetterRides(l *lane, m amqp.Delivery, rides []domain.LiftRide) error {
+	return c.deadLetterBody(l, m, m.MessageId+".refused", batchContentType, encodeBatch(rides), "rejected", len(rides))
 }
 
-// deadLetterRecords dead-letters the invalid records of a batch alone.
+// deadLetterRecords dead-letters the unreadable records of a batch, each
+// alone as a version-1 body (a record that does not decode cannot be put
+// in a batch of rides).
 func (c *consumer) deadLetterRecords(l *lane, m amqp.Delivery, body decodedBody) error {
 	for i, rec := range body.bad {
 		id := fmt.Sprintf("%s.bad%d", m.MessageId, i)
-		if err := c.deadLetterBody(l, m, id, rec, "unreadable"); err != nil {
+		if err := c.deadLetterBody(l, m, id, singleContentType, rec, "unreadable", 1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *consumer) deadLetterBody(l *lane, m amqp.Delivery, id string, body []byte, reason string) error {
+func (c *consumer) deadLetterBody(l *lane, m amqp.Delivery, id, contentType string, body []byte, reason string, rides int) error {
 	err := c.b.publishRaw(context.Background(), publishing{
 		exchange:    c.b.cfg.DeadLetterExchange(),
 		messageID:   id,
-		contentType: singleContentType,
+		contentType: contentType,
 		body:        body,
+		rides:       rides,
 		headers: amqp.Table{
 			deadReasonHeader: reason,
 			deadQueueHeader:  c.b.cfg.ShardQueue(l.shard),
 			deadBatchHeader:  m.MessageId,
 		},
-		what: "dead letter " + id,
 	})
 	if err == nil {
-		c.b.cfg.Metrics.RidesDeadLettered(reason, 1)
+		c.b.cfg.Metrics.RidesDeadLettered(reason, rides)
 	}
 	return err
 }
 
 // requeueCounted is Nack for classic queues, which keep no delivery count:
-// the ride is republished with its count in a header (confirmed) and the old
-// copy acked, or dead-lettered once it reached the limit. Rides redelivered
-// because a consumer died are not counted this way.
-func (c *consumer) requeueCounted(l *lane, msgs []*message) error {
+// the message is republished with its count in a header (confirmed) and the
+// old copy acked, or dead-lettered once it reached the limit. Messages
+// redelivered because a consumer died are not counted this way.
+func (c *consumer) requeueCounted(l *lane, msgs []amqp.Delivery) error {
 	var errs []error
-	for _, msg := range msgs {
-		m := msg.m
+	for _, m := range msgs {
 		n := headerInt(m.Headers, deliveryCountHeader) + 1
 		if n >= int64(c.b.cfg.DeliveryLimit) {
 			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, false))
@@ -530,7 +529,7 @@ func (c *consumer) requeueCounted(l *lane, msgs []*message) error {
 		}
 		err := c.b.publishRaw(context.Background(), publishing{
 			queue: m.RoutingKey, messageID: m.MessageId, contentType: m.ContentType, body: m.Body,
-			headers: amqp.Table{deliveryCountHeader: n}, what: "requeued message " + m.MessageId,
+			headers: amqp.Table{deliveryCountHeader: n},
 		})
 		if err != nil {
 			errs = append(errs, l.ch.Nack(m.DeliveryTag, false, true))
@@ -539,7 +538,7 @@ func (c *consumer) requeueCounted(l *lane, msgs []*message) error {
 		errs = append(errs, l.ch.Ack(m.DeliveryTag, false))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: requeue %d rides on %s: %w", domain.ErrUnavailable, len(msgs), c.b.cfg.ShardQueue(l.shard), err)
+		return fmt.Errorf("%w: requeue %d messages on %s: %w", domain.ErrUnavailable, len(msgs), c.b.cfg.ShardQueue(l.shard), err)
 	}
 	return nil
 }
@@ -556,10 +555,10 @@ func headerInt(h amqp.Table, key string) int64 {
 	return 0
 }
 
-// Close stops handing out rides (the ones prefetched but not handed out go
-// back to the broker); the deliveries channel closes once every ride handed
-// out has been acked or nacked. The connection stays up for those acks:
-// Disconnect closes it.
+// Close stops handing out messages (the ones prefetched but not handed out
+// go back to the broker); the deliveries channel closes once every message
+// handed out has been settled. The connection stays up for those
+// settlements: Disconnect closes it.
 func (b *Broker) Close() error {
 	b.subMu.Lock()
 	c := b.sub
@@ -601,20 +600,11 @@ func (c *consumer) maybeFinish() {
 	close(c.finishedCh)
 }
 
-// stopNow is Disconnect's part: close and stop waiting for acks.
+// stopNow is Disconnect's part: close and stop waiting for settlements.
 func (c *consumer) stopNow() {
 	c.close()
 	c.stopRun()
 	<-c.done
-}
-
-// receipt is what the consumer puts in a delivery: which lane (shard
-// channel) it came on, the broker's delivery tag of its message there, and
-// which ride of the message it is.
-type receipt struct {
-	lane uint32
-	tag  uint64
-	ride uint16
 }
 
 func receiptOf(d ports.Delivery) receipt {

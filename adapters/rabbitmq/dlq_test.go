@@ -53,7 +53,7 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	defer cancel()
 	publishGarbage(t, b)
 	good := queuetest.Rides(1, 7)[0]
-	if err := b.Publish(ctx, good); err != nil {
+	if err := b.Publish(ctx, []domain.LiftRide{good}); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := b.Deliveries(ctx)
@@ -62,8 +62,8 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	}
 	select {
 	case d := <-ch:
-		if d.Ride != good {
-			t.Fatalf("delivered %v; want the good ride %v (the garbage must never be handed out)", d.Ride, good)
+		if d.Rides[0] != good {
+			t.Fatalf("delivered %v; want the good ride %v (the garbage must never be handed out)", d.Rides, good)
 		}
 		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ride := queuetest.Rides(1, 9)[0]
-	if err := b.Publish(ctx, ride); err != nil {
+	if err := b.Publish(ctx, []domain.LiftRide{ride}); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := b.Deliveries(ctx)
@@ -133,15 +133,15 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	}
 	select {
 	case d := <-ch:
-		t.Fatalf("ride %v delivered again after %d deliveries; want it dead-lettered", d.Ride, limit)
+		t.Fatalf("ride %v delivered again after %d deliveries; want it dead-lettered", d.Rides, limit)
 	default:
 	}
 
 	replayExpecting(t, ctx, b, 1)
 	select {
 	case d := <-ch:
-		if d.Ride != ride {
-			t.Fatalf("after replay delivered %v; want %v", d.Ride, ride)
+		if d.Rides[0] != ride {
+			t.Fatalf("after replay delivered %v; want %v", d.Rides, ride)
 		}
 		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
 			t.Fatal(err)

@@ -12,3 +12,6 @@ func (b *Broker) KillConsumerConnection() {
 		<-c.done
 	}
 }
+
+// Config returns the configuration in force, defaults filled in.
+func (b *Broker) Config() Config { return b.cfg }

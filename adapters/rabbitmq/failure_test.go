@@ -84,7 +84,9 @@ func (c *collector) run(ctx context.Context, t *testing.T, sub ports.Subscriber,
 		}
 		c.mu.Lock()
 		for _, d := range batch {
-			c.acked[d.Ride]++
+			for _, r := range d.Rides {
+				c.acked[r]++
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -112,7 +114,7 @@ func TestConsumerKilledMidBatchLosesNothing(t *testing.T) {
 	defer cancel()
 	rides := queuetest.Rides(500, 1)
 	for _, r := range rides {
-		if err := pub.Publish(ctx, r); err != nil {
+		if err := pub.Publish(ctx, []domain.LiftRide{r}); err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
 	}
@@ -144,7 +146,9 @@ func TestConsumerKilledMidBatchLosesNothing(t *testing.T) {
 	// Consumer B finishes the job.
 	got := &collector{acked: map[domain.LiftRide]int{}}
 	for _, d := range first {
-		got.acked[d.Ride]++
+		for _, r := range d.Rides {
+			got.acked[r]++
+		}
 	}
 	b := openPeer(t, cfg)
 	chB, err := b.Deliveries(ctx)
@@ -169,13 +173,15 @@ func TestConsumerKilledMidBatchLosesNothing(t *testing.T) {
 	}
 	got.mu.Unlock()
 	for _, d := range held {
-		if !got.has(d.Ride) {
-			t.Errorf("ride %s held unacked by the dead consumer was not redelivered", d.Ride.Key())
+		for _, r := range d.Rides {
+			if !got.has(r) {
+				t.Errorf("ride %s held unacked by the dead consumer was not redelivered", r.Key())
+			}
 		}
 	}
 	waitFor(t, 10*time.Second, "the queues are empty", func() bool {
-		n, err := b.Depth(ctx)
-		return err == nil && n == 0
+		d, err := b.Depth(ctx)
+		return err == nil && d == ports.QueueDepth{}
 	})
 }
 
@@ -251,7 +257,7 @@ func TestBrokerClosesConnectionsUnderLoad(t *testing.T) {
 				// do not use up the ride budget before recovery shows.
 				for time.Now().Before(loadDeadline) {
 					wasKilled := killed.Load()
-					err := pub.Publish(ctx, r)
+					err := pub.Publish(ctx, []domain.LiftRide{r})
 					mu.Lock()
 					switch {
 					case err == nil:

@@ -2,174 +2,48 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
 
-// Group commit. Every ride is confirmed by the broker before Publish
-// returns, but rides published at the same time to one shard share one
-// message and so one confirm (one quorum-log append and fsync on the
-// broker): a per-shard batcher takes whatever rides are waiting, up to
-// Config.PublishBatch, as soon as one of the Config.PublishChannels
-// in-flight slots is free. Under light load a ride travels alone and waits
-// for nothing; under heavy load the slots are busy, rides pile up behind
-// them, and each confirm covers many rides. Config.PublishLinger can add a
-// deliberate wait for fuller batches.
-
-// pendingRide is one Publish waiting for its batch's confirm.
-type pendingRide struct {
-	ride domain.LiftRide
-	ctx  context.Context
-	done chan error // buffered: the batcher never blocks on it
-}
-
-// batcher is one shard's group-commit loop.
-type batcher struct {
-	b     *Broker
-	queue string
-	in    chan *pendingRide
-}
-
-func (b *Broker) startBatchers(ctx context.Context) {
-	b.slots = make(chan struct{}, b.cfg.PublishChannels)
-	for shard := range b.cfg.Shards {
-		bt := &batcher{b: b, queue: b.cfg.ShardQueue(shard), in: make(chan *pendingRide, b.cfg.PublishBatch)}
-		b.batchers = append(b.batchers, bt)
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			bt.run(ctx)
-		}()
+// Publish sends the rides as one message (a version-2 batch body) to the
+// next shard queue in turn and waits for the broker's confirm. Rides
+// POSTed at the same time reach it already gathered by the ingest use
+// case's group commit, so they share one message and one confirm (one
+// quorum-log append and fsync on the broker). The message is persistent and
+// mandatory: a message no queue takes comes back and is reported as not
+// accepted.
+func (b *Broker) Publish(ctx context.Context, rides []domain.LiftRide) error {
+	if len(rides) == 0 {
+		return nil
 	}
-}
-
-// Publish hands the ride to its shard's batcher and waits until the broker
-// confirmed the message that carries it. Many publishes are in flight at
-// once; each returns with its own batch's outcome.
-func (b *Broker) Publish(ctx context.Context, ride domain.LiftRide) error {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
-	defer cancel()
-	p := &pendingRide{ride: ride, ctx: ctx, done: make(chan error, 1)}
-	bt := b.batchers[b.cfg.shardOf(ride.SkierID())]
+	if len(rides) > maxBatch {
+		return fmt.Errorf("rabbitmq: a message holds at most %d rides, got %d", maxBatch, len(rides))
+	}
 	select {
-	case bt.in <- p:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: ride %s not handed to the broker in time (too many publishes waiting)", domain.ErrUnavailable, ride.Key())
 	case <-b.stopped:
 		return fmt.Errorf("%w: rabbitmq publisher closed by this process", domain.ErrUnavailable)
+	default:
 	}
-	select {
-	case err := <-p.done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("%w: ride %s not confirmed by the broker in time (it may or may not be queued; publishing again is safe): %w", domain.ErrUnavailable, ride.Key(), ctx.Err())
-	case <-b.stopped:
-		return fmt.Errorf("%w: rabbitmq publisher closed by this process before ride %s was confirmed (it may or may not be queued; publishing again is safe)", domain.ErrUnavailable, ride.Key())
-	}
-}
-
-// run forms batches until ctx ends: it waits for a first ride, then for a
-// free in-flight slot (and, with a linger, for the linger to pass),
-// gathering rides meanwhile, and publishes the batch in the background.
-func (bt *batcher) run(ctx context.Context) {
-	limit := bt.b.cfg.PublishBatch
-	linger := bt.b.cfg.PublishLinger
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		var batch []*pendingRide
-		select {
-		case p := <-bt.in:
-			batch = append(batch, p)
-		case <-ctx.Done():
-			return
+	b.observeMessage(len(rides))
+	m := publishing{messageID: b.messageID(), contentType: batchContentType, body: encodeBatch(rides), rides: len(rides)}
+	first := b.nextShard.Add(1)
+	var err error
+	// A shard that is full (the broker nacks with reject-publish) passes
+	// the message on to the next: the queue is full only when all are.
+	for i := range uint64(b.cfg.Shards) {
+		m.queue = b.cfg.ShardQueue(int((first + i) % uint64(b.cfg.Shards)))
+		if err = b.publishRaw(ctx, m); !errors.Is(err, ports.ErrQueueFull) {
+			return err
 		}
-		var lingerC <-chan time.Time
-		if linger > 0 {
-			timer.Reset(linger)
-			lingerC = timer.C
-		}
-		gotSlot := false
-		for !gotSlot {
-			var in chan *pendingRide
-			if len(batch) < limit {
-				in = bt.in
-			}
-			var slots chan struct{}
-			if lingerC == nil || len(batch) >= limit {
-				slots = bt.b.slots
-			}
-			select {
-			case p := <-in:
-				batch = append(batch, p)
-			case <-lingerC:
-				lingerC = nil
-			case slots <- struct{}{}:
-				gotSlot = true
-			case <-ctx.Done():
-				failAll(batch, fmt.Errorf("%w: rabbitmq publisher closed by this process", domain.ErrUnavailable))
-				return
-			}
-		}
-		// Timers are synchronous since Go 1.23 (go.mod's version): a
-		// stopped timer delivers no stale value, so no drain is needed.
-		timer.Stop()
-		// Take what arrived while waiting for the slot.
-	fill:
-		for len(batch) < limit {
-			select {
-			case p := <-bt.in:
-				batch = append(batch, p)
-			default:
-				break fill
-			}
-		}
-		go func() {
-			defer func() { <-bt.b.slots }()
-			bt.publish(ctx, batch)
-		}()
 	}
-}
-
-func failAll(batch []*pendingRide, err error) {
-	for _, p := range batch {
-		p.done <- err
-	}
-}
-
-// publish sends one batch message and tells every waiting ride its outcome.
-// Rides whose caller has already given up are left out: they were answered
-// with an error, and publishing them is not wrong but is wasted work.
-func (bt *batcher) publish(ctx context.Context, batch []*pendingRide) {
-	live := batch[:0]
-	for _, p := range batch {
-		if err := p.ctx.Err(); err != nil {
-			p.done <- err
-			continue
-		}
-		live = append(live, p)
-	}
-	if len(live) == 0 {
-		return
-	}
-	rides := make([]domain.LiftRide, len(live))
-	for i, p := range live {
-		rides[i] = p.ride
-	}
-	id := bt.b.messageID()
-	err := bt.b.publishRaw(ctx, publishing{
-		queue:       bt.queue,
-		messageID:   id,
-		contentType: batchContentType,
-		body:        encodeBatch(rides),
-		what:        fmt.Sprintf("batch %s of %d rides", id, len(rides)),
-	})
-	failAll(live, err)
+	return err
 }
 
 // messageID names a batch message uniquely within the broker's life: the
@@ -188,12 +62,20 @@ type publishing struct {
 	contentType string
 	body        []byte
 	headers     amqp.Table
-	what        string // for errors: "batch X of n rides", "ride K"
+	rides       int // for errors; 0: not known
+}
+
+// what names the message in errors.
+func (m publishing) what() string {
+	if m.rides > 0 {
+		return fmt.Sprintf("message %s of %d rides", m.messageID, m.rides)
+	}
+	return "message " + m.messageID
 }
 
 // publishRaw publishes one message, mandatory, and waits for its confirm.
-// The batchers, the classic-queue requeue, the dead-lettering of one ride
-// of a batch and the DLQ replay share it. Mandatory means a message no
+// Publish, the classic-queue requeue, the dead-lettering of refused rides
+// and the DLQ replay share it. Mandatory means a message no
 // queue takes (its queue was deleted) comes back instead of being confirmed
 // and dropped, and is reported as not accepted.
 func (b *Broker) publishRaw(ctx context.Context, m publishing) error {
@@ -219,20 +101,20 @@ func (b *Broker) publishRaw(ctx context.Context, m publishing) error {
 		Body:         m.body,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: publish %s to %s: %w", domain.ErrUnavailable, m.what, where, err)
+		return fmt.Errorf("%w: publish %s to %s: %w", domain.ErrUnavailable, m.what(), where, err)
 	}
 	acked, err := dc.WaitContext(ctx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: %s not confirmed by the broker in time (it may or may not be queued; publishing again is safe): %w", domain.ErrUnavailable, m.what, err)
+		return fmt.Errorf("%w: %s not confirmed by the broker in time (it may or may not be queued; publishing again is safe): %w", domain.ErrUnavailable, m.what(), err)
 	case acked && pc.wasReturned(ctx, m.messageID):
-		return fmt.Errorf("%w: broker returned %s: no queue %s (deleted?); nothing was accepted", domain.ErrUnavailable, m.what, where)
+		return fmt.Errorf("%w: broker returned %s: no queue %s (deleted?); nothing was accepted", domain.ErrUnavailable, m.what(), where)
 	case acked:
 		return nil
 	case pc.ch.IsClosed():
-		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed %s", domain.ErrUnavailable, b.url, m.what)
+		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed %s", domain.ErrUnavailable, b.url, m.what())
 	default:
-		return fmt.Errorf("%w: broker refused %s: queue %s is full (max %d messages)", domain.ErrUnavailable, m.what, where, b.cfg.perShardMaxLength())
+		return fmt.Errorf("%w: %w: broker refused %s: queue %s is full (max %d messages)", domain.ErrUnavailable, ports.ErrQueueFull, m.what(), where, b.cfg.perShardMaxLength())
 	}
 }
 

@@ -67,11 +67,13 @@ type QueueDriver struct {
 	Open   func(ctx context.Context, env Env) (OpenQueue, func(), error)
 }
 
-// OpenQueue is an opened queue and its readiness check (zero Check: the
-// queue is in this process).
+// OpenQueue is an opened queue, its readiness check (zero Check: the
+// queue is in this process) and how the ingest use case's group commit
+// publishes to it.
 type OpenQueue struct {
-	Queue Queue
-	Probe app.Probe
+	Queue   Queue
+	Probe   app.Probe
+	Publish app.PublishConfig
 }
 
 // CacheDriver is one cache for GET queries (--cache NAME); Open returns a
@@ -254,6 +256,10 @@ func openInproc(_ context.Context, env Env) (OpenQueue, func(), error) {
 		opts = append(opts, inproc.WaitForAck())
 	}
 	q := inproc.New(env.Config.QueueCapacity, opts...)
+	// The group commit publishes every ride at once, alone (no bound on
+	// publishes in flight): a ride waiting for the store waits in the
+	// queue, where its capacity bounds it and the depth counts it, and the
+	// persister writes all the rides at hand in one commit.
 	return OpenQueue{Queue: q}, func() { _ = q.Close() }, nil
 }
 
@@ -286,7 +292,10 @@ func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
 	}}
 	// Close lets the persister's last acks through; Disconnect then closes
 	// the connections.
-	return OpenQueue{Queue: b, Probe: probe}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
+	// One message in flight per confirm-mode channel; rides that arrive
+	// while all are busy share the next message and its confirm.
+	pc := app.PublishConfig{InFlight: c.PublishChannels, MaxRides: c.PublishBatch, Linger: c.PublishLinger}
+	return OpenQueue{Queue: b, Probe: probe, Publish: pc}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
 }
 
 func openLRU(_ context.Context, env Env) (OpenCache, func(), error) {

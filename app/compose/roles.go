@@ -35,8 +35,7 @@ var commonSet = wire.NewSet(
 // and the circuit breaker, queries through the cache, the whole HTTP API.
 var apiSet = wire.NewSet(
 	seedDemo, app.NewCatalog,
-	publisherOf, app.NewIngest,
-	admissionConfig, app.NewAdmission,
+	publisherOf, publishConfigOf, admissionConfig, app.NewIngest,
 	cacheTTL, app.NewQuery,
 	newAPIHandler,
 )
@@ -65,8 +64,9 @@ func provideQueue(ctx context.Context, env Env) (OpenQueue, func(), error) {
 	return queueDriver(env.Config.Queue).Open(ctx, env)
 }
 
-func queueOf(q OpenQueue) Queue               { return q.Queue }
-func queueProbeOf(q OpenQueue) app.QueueProbe { return app.QueueProbe(q.Probe) }
+func queueOf(q OpenQueue) Queue                     { return q.Queue }
+func publishConfigOf(q OpenQueue) app.PublishConfig { return q.Publish }
+func queueProbeOf(q OpenQueue) app.QueueProbe       { return app.QueueProbe(q.Probe) }
 
 func subscriberOf(q Queue) ports.Subscriber { return q }
 func queueStatsOf(q Queue) ports.QueueStats { return q }
@@ -88,20 +88,20 @@ func seedDemo(cfg Config) app.SeedDemo               { return app.SeedDemo(cfg.S
 // queue whose publishers wait for the store, batches go without lingering.
 func persisterConfig(cfg Config) app.PersisterConfig {
 	pc := cfg.Persister
-	pc.WriteWhenIdle = inprocWaitsForStore(cfg)
+	if inprocWaitsForStore(cfg) {
+		pc.Linger = 0
+	}
 	return pc
 }
 
-// publisherOf puts the circuit breaker and the refusal counter in front of
-// the queue.
+// publisherOf puts the circuit breaker in front of the queue.
 func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
 	bc := cfg.Breaker
 	bc.OnStateChange = func(from, to string) {
 		m.BreakerState(to)
 		log.Warn("publish circuit breaker changed state", "from", from, "to", to)
 	}
-	bc.OnReject = func() { m.Rejected("breaker_open") }
-	return breaker.New(app.InstrumentPublisher(q, m, log), bc)
+	return breaker.New(q, bc)
 }
 
 // apiHandler is the whole HTTP API; opsHandler is a consumer's health,
@@ -112,7 +112,7 @@ type (
 	opsHandler http.Handler
 )
 
-func newAPIHandler(in *app.Admission, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) apiHandler {
+func newAPIHandler(in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) apiHandler {
 	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h}, log), pm)
 }
 

@@ -134,10 +134,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			hardStop()
 			<-persisterDone
 			depth, _ := s.stats.Depth(context.Background())
-			if depth > 0 {
-				s.metrics.RidesDropped("shutdown", int(depth))
+			if depth.Rides > 0 {
+				s.metrics.RidesDropped("shutdown", int(depth.Rides))
 			}
-			s.log.Error("shutdown deadline passed before the queue drained", "rides_left", depth)
+			s.log.Error("shutdown deadline passed before the queue drained", "rides_left", depth.Rides)
 		}
 	}
 	return runErr

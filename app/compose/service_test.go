@@ -49,7 +49,7 @@ func TestRidesLeftAtTheDrainDeadlineAreCountedAsDropped(t *testing.T) {
 	p := app.NewPersister(q, stuckStore{mem}, cfg.Persister, nil, m, log)
 	svc := &Service{cfg: cfg, log: log, handler: http.NotFoundHandler(), persister: p, sub: q, stats: q, metrics: m}
 	for i := range 7 {
-		if err := q.Publish(context.Background(), domain.MustLiftRide(1, "2024", 1, domain.SkierID(i+1), 1, 1)); err != nil {
+		if err := q.Publish(context.Background(), []domain.LiftRide{domain.MustLiftRide(1, "2024", 1, domain.SkierID(i+1), 1, 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,10 +38,10 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}
 	queue := queueOf(openQueue)
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	ingest := app.NewIngest(catalog, publisher)
 	queueStats := queueStatsOf(queue)
 	appAdmissionConfig := admissionConfig(cfg)
-	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
+	publishConfig := publishConfigOf(openQueue)
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
 	rideStore := ridesOf(stores)
 	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
@@ -58,7 +58,7 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	cacheProbe := cacheProbeOf(openCache)
 	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
+	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
@@ -94,10 +94,10 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}
 	queue := queueOf(openQueue)
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	ingest := app.NewIngest(catalog, publisher)
 	queueStats := queueStatsOf(queue)
 	appAdmissionConfig := admissionConfig(cfg)
-	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
+	publishConfig := publishConfigOf(openQueue)
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
 	rideStore := ridesOf(stores)
 	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
@@ -114,7 +114,7 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	cacheProbe := cacheProbeOf(openCache)
 	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
+	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
 	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
 		cleanup4()
@@ -190,10 +190,10 @@ func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}
 	queue := queueOf(openQueue)
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	ingest := app.NewIngest(catalog, publisher)
 	queueStats := queueStatsOf(queue)
 	appAdmissionConfig := admissionConfig(cfg)
-	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
+	publishConfig := publishConfigOf(openQueue)
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
 	rideStore := ridesOf(stores)
 	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
@@ -210,7 +210,7 @@ func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	cacheProbe := cacheProbeOf(openCache)
 	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
+	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
 	subscriber := subscriberOf(queue)
 	appPersisterConfig := persisterConfig(cfg)
 	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
@@ -246,10 +246,10 @@ func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}
 	queue := queueOf(openQueue)
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	ingest := app.NewIngest(catalog, publisher)
 	queueStats := queueStatsOf(queue)
 	appAdmissionConfig := admissionConfig(cfg)
-	admission, cleanup3 := app.NewAdmission(ctx, ingest, queueStats, appAdmissionConfig, metrics, logger)
+	publishConfig := publishConfigOf(openQueue)
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
 	rideStore := ridesOf(stores)
 	openCache, cleanup4, err := provideCache(ctx, env)
 	if err != nil {
@@ -266,7 +266,7 @@ func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
 	queueProbe := queueProbeOf(openQueue)
 	cacheProbe := cacheProbeOf(openCache)
 	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(admission, query, catalog, endpointStats, health, metrics, logger)
+	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
 	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
 	return service, func() {
 		cleanup4()

@@ -123,7 +123,7 @@ func TestDLQListThenReplay(t *testing.T) {
 		domain.MustLiftRide(2, "2024", 9, 503, 12, 6),
 	}
 	for _, r := range rides {
-		if err := consumer.Publish(ctx, r); err != nil {
+		if err := consumer.Publish(ctx, []domain.LiftRide{r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestDLQListThenReplay(t *testing.T) {
 	if code, out, _ := skiapi(append([]string{"dlq", "list"}, flags...)...); code != 0 || !strings.Contains(out, "0 dead-lettered rides shown") {
 		t.Errorf("dlq list after replay: exit %d:\n%s", code, out)
 	}
-	if depth, err := admin.Depth(ctx); err != nil || depth != int64(len(rides)) {
-		t.Errorf("ride queue depth after replay = %d, %v; want %d", depth, err, len(rides))
+	if depth, err := admin.Depth(ctx); err != nil || depth.Rides != int64(len(rides)) {
+		t.Errorf("ride queue depth after replay = %+v, %v; want %d rides", depth, err, len(rides))
 	}
 }

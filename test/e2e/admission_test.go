@@ -18,6 +18,7 @@ import (
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
+	"github.com/skidata/skidata/test/faultproxy"
 )
 
 // expectShed checks a deliberate refusal: the status, Retry-After, and a
@@ -47,9 +48,6 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 	}
 	expectShed(t, sendRide(t, base, 1, 1, 3), http.StatusTooManyRequests, "rides per second")
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
-	if !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 1`) {
-		t.Error("/metrics does not count the rate rejection")
-	}
 	if !strings.Contains(metrics, `skidata_rides_rejected_total{reason="rate"} 1`) {
 		t.Error("/metrics does not count the refused ride in skidata_rides_rejected_total")
 	}
@@ -87,9 +85,15 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 	})
 }
 
-func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
-	cfg := heldConfig()
+// TestAFullQueueIsBackpressureNotABrokenQueue: refusals of a full
+// in-process queue are counted as queue_full and do not open the publish
+// circuit breaker, so once the persister has made room the next POST is
+// taken rather than refused for --breaker-open-for.
+func TestAFullQueueIsBackpressureNotABrokenQueue(t *testing.T) {
+	cfg := compose.DefaultConfig()
 	cfg.QueueCapacity = 5
+	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.Linger = 2 * time.Second // the queue stays full for a while, then drains
 	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}
 	base := apitest.Start(t, cfg)
 	for i := range 5 {
@@ -97,21 +101,76 @@ func TestBreakerOpensWhenTheQueueKeepsRefusing(t *testing.T) {
 			t.Fatalf("ride %d of the queue's 5: %d %s", i+1, r.Status, r.Body)
 		}
 	}
-	for i := range 3 { // the queue is full: three refusals trip the breaker
-		if r := sendRide(t, base, 1, 1, 10+i); r.Status != http.StatusServiceUnavailable {
+	full := 0
+	for i := range 3 { // the queue is full: three refusals, more than the breaker's 3 failures
+		switch r := sendRide(t, base, 1, 1, 10+i); r.Status {
+		case http.StatusServiceUnavailable:
+			full++
+			expectShed(t, r, http.StatusServiceUnavailable, "the ride queue cannot take the ride now; retry after")
+		case http.StatusCreated: // the linger ended already and made room
+		default:
 			t.Fatalf("ride into a full queue: %d %s; want 503", r.Status, r.Body)
 		}
 	}
-	expectShed(t, sendRide(t, base, 1, 1, 20), http.StatusServiceUnavailable, "the ride queue cannot take the ride now; retry after") // the breaker; the metrics tell it apart
+	if full == 0 {
+		t.Fatal("no ride was refused by the full queue; the linger ended before the test could fill it")
+	}
+	apitest.Eventually(t, "a ride taken once the persister has made room", func() string {
+		switch r := sendRide(t, base, 1, 1, 20); r.Status {
+		case http.StatusCreated:
+			return ""
+		case http.StatusServiceUnavailable:
+			full++ // still full: refused like the others
+		}
+		return "still refused"
+	})
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	for _, want := range []string{
+		"skidata_publish_breaker_state 0",
+		fmt.Sprintf(`skidata_rides_rejected_total{reason="queue_full"} %d`, full),
+		`skidata_rides_rejected_total{reason="breaker_open"} 0`,
+		`skidata_rides_rejected_total{reason="unavailable"} 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestBreakerOpensWhenTheQueueKeepsFailing: with the broker cut off,
+// publishes fail; after --breaker-failures of them the breaker opens and
+// the next POST is refused at once, counted as breaker_open.
+func TestBreakerOpensWhenTheQueueKeepsFailing(t *testing.T) {
+	cfg := rabbitConfig(t, "breaker")
+	proxy := faultproxy.Start(t, hostOf(t, cfg.AMQP.URL))
+	cfg.AMQP.URL = viaProxy(t, cfg.AMQP.URL, proxy.Addr())
+	cfg.AMQP.PublishTimeout = 500 * time.Millisecond
+	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}
+	base := apitest.Start(t, cfg)
+	if r := sendRide(t, base, 1, 1, 1); r.Status != http.StatusCreated {
+		t.Fatalf("ride before the outage: %d %s", r.Status, r.Body)
+	}
+	// Once the ride is stored the persister is consuming: the broker is
+	// cut off from a running service, not from one still starting.
+	apitest.Eventually(t, "the first ride stored", func() string {
+		if r := dayVertical(t, base, 1, 1, 1); r.Status != http.StatusOK {
+			return fmt.Sprintf("status %d", r.Status)
+		}
+		return ""
+	})
+	proxy.Cut()
+	for i := range 3 {
+		if r := sendRide(t, base, 1, 1, 10+i); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("ride %d with the broker cut off: %d %s; want 503", i+1, r.Status, r.Body)
+		}
+	}
+	expectShed(t, sendRide(t, base, 1, 1, 20), http.StatusServiceUnavailable, "the ride queue cannot take the ride now; retry after")
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
 	for _, want := range []string{
 		"skidata_publish_breaker_state 2",
-		`skidata_ingest_rejections_total{reason="breaker_open"} 1`,
+		`skidata_rides_rejected_total{reason="breaker_open"} 1`,
+		`skidata_rides_rejected_total{reason="unavailable"} 3`,
 		"skidata_publish_failures_total 3",
-		// Every ride the edge refused, by reason: three publish failures
-		// and one refusal of the open breaker are four rides the queue
-		// could not take.
-		`skidata_rides_rejected_total{reason="unavailable"} 4`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -175,7 +234,7 @@ func TestRetryingClientGetsEveryRideStoredThroughATightLimit(t *testing.T) {
 		}
 	}
 	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
-	if strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"} 0`) || !strings.Contains(metrics, `skidata_ingest_rejections_total{reason="rate"}`) {
+	if strings.Contains(metrics, `skidata_rides_rejected_total{reason="rate"} 0`) {
 		t.Error("no POST was refused with 429; the limit is not tight enough to test retrying")
 	}
 	skiers := resortSkiers(t, base, 2, 2024, 3)

@@ -65,7 +65,10 @@ func largeTotalsHandler(t *testing.T) (http.Handler, int64) {
 		t.Fatal(err)
 	}
 	q := app.NewQuery(catalog, store, nil, 0, ports.NopMetrics{}, log)
-	h := &httpapi.Handlers{Ingest: app.NewIngest(catalog, inproc.New(10)), Queries: q, Resorts: catalog, Stats: app.NewEndpointStats(ports.NopMetrics{})}
+	q10 := inproc.New(10)
+	in, stop := app.NewIngest(ctx, catalog, q10, q10, app.AdmissionConfig{}, app.PublishConfig{}, ports.NopMetrics{}, log)
+	t.Cleanup(stop)
+	h := &httpapi.Handlers{Ingest: in, Queries: q, Resorts: catalog, Stats: app.NewEndpointStats(ports.NopMetrics{})}
 	return httpapi.NewHandler(h, log), want
 }
 

@@ -19,7 +19,8 @@ import (
 	"github.com/skidata/skidata/test/pgtest"
 )
 
-// viaProxy is the PostgreSQL URL with its host replaced by the proxy's.
+// viaProxy is the URL (PostgreSQL, AMQP) with its host replaced by the
+// proxy's.
 func viaProxy(t *testing.T, raw, proxyAddr string) string {
 	t.Helper()
 	u, err := url.Parse(raw)
@@ -28,6 +29,16 @@ func viaProxy(t *testing.T, raw, proxyAddr string) string {
 	}
 	u.Host = proxyAddr
 	return u.String()
+}
+
+// hostOf is the URL's host:port.
+func hostOf(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("parse %s: %v", raw, err)
+	}
+	return u.Host
 }
 
 // metricValue is the value of a metric line on /metrics ("" when absent).

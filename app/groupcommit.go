@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// PublishConfig tunes the group commit between the POSTs and the queue.
+// Composition takes it from the queue's settings: a broker's confirm-mode
+// channels for InFlight, its message size for MaxRides.
+type PublishConfig struct {
+	// InFlight is how many messages may be being published at once; rides
+	// that arrive while that many are in flight wait and go together in
+	// the next message. 0: no bound, every ride goes at once, alone.
+	InFlight int
+	// MaxRides bounds the rides of one message (default 256).
+	MaxRides int
+	// Linger is how long a message waits for more rides before it may go
+	// (0: it goes as soon as a publish slot is free).
+	Linger time.Duration
+}
+
+// groupCommit publishes rides POSTed at the same time as one message, so
+// they share one broker confirm, or one store commit behind an in-process
+// queue that waits for the store. It is the one group-commit mechanism of
+// the write path, whatever the queue.
+//
+// It is leader/follower, like a database's group commit: under light load
+// a ride finds a free publish slot and its own request goroutine publishes
+// it at once, alone, with no hand-off. Rides that arrive while InFlight
+// messages are in flight queue up, and the next free slot takes them all
+// (up to MaxRides) as one message, published on a goroutine of its own
+// that tells each waiting request the outcome.
+type groupCommit struct {
+	pub ports.Publisher
+	cfg PublishConfig
+
+	mu        sync.Mutex
+	inFlight  int
+	waiting   []*waitingRide
+	lingering bool // the waiting rides are lingering (a timer runs)
+	lingerGen int  // tells the current linger timer from stale ones
+}
+
+type waitingRide struct {
+	ride domain.LiftRide
+	ctx  context.Context
+	done chan error // buffered: the publisher never blocks on it
+}
+
+func newGroupCommit(pub ports.Publisher, cfg PublishConfig) *groupCommit {
+	if cfg.MaxRides <= 0 {
+		cfg.MaxRides = 256
+	}
+	return &groupCommit{pub: pub, cfg: cfg}
+}
+
+// publish returns once the queue holds the ride (nil) or has refused the
+// message that carried it.
+func (g *groupCommit) publish(ctx context.Context, ride domain.LiftRide) error {
+	g.mu.Lock()
+	if len(g.waiting) == 0 && g.cfg.Linger == 0 && g.slotFree() {
+		g.inFlight++
+		g.mu.Unlock()
+		err := g.pub.Publish(ctx, []domain.LiftRide{ride})
+		g.release()
+		return err
+	}
+	w := &waitingRide{ride: ride, ctx: ctx, done: make(chan error, 1)}
+	g.waiting = append(g.waiting, w)
+	if g.cfg.Linger > 0 && len(g.waiting) == 1 {
+		g.lingering = true
+		g.lingerGen++
+		gen := g.lingerGen
+		time.AfterFunc(g.cfg.Linger, func() { g.lingerEnded(gen) })
+	}
+	g.startNext()
+	g.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return domain.Unavailable("ride %s not confirmed by the queue before the request ended (it may or may not be queued; sending it again is safe): %v", ride.Key(), ctx.Err())
+	}
+}
+
+func (g *groupCommit) slotFree() bool { return g.cfg.InFlight == 0 || g.inFlight < g.cfg.InFlight }
+
+// startNext sends the waiting rides as one message if a slot is free and
+// they need not linger any more. Called with mu held.
+func (g *groupCommit) startNext() {
+	if len(g.waiting) == 0 || !g.slotFree() || (g.lingering && len(g.waiting) < g.cfg.MaxRides) {
+		return
+	}
+	n := min(len(g.waiting), g.cfg.MaxRides)
+	batch := make([]*waitingRide, n)
+	copy(batch, g.waiting)
+	rest := copy(g.waiting, g.waiting[n:])
+	clear(g.waiting[rest:])
+	g.waiting = g.waiting[:rest]
+	if rest == 0 {
+		g.lingering = false
+	}
+	g.inFlight++
+	go g.send(batch)
+}
+
+func (g *groupCommit) lingerEnded(gen int) {
+	g.mu.Lock()
+	if gen == g.lingerGen {
+		g.lingering = false
+		g.startNext()
+	}
+	g.mu.Unlock()
+}
+
+// release frees a publish slot and hands it to the rides waiting for one.
+func (g *groupCommit) release() {
+	g.mu.Lock()
+	g.inFlight--
+	g.startNext()
+	g.mu.Unlock()
+}
+
+// send publishes one message of waiting rides and tells each its outcome.
+// Rides whose request has already ended are left out: they were answered
+// with an error, and publishing them is not wrong but is wasted work.
+func (g *groupCommit) send(batch []*waitingRide) {
+	defer g.release()
+	rides := make([]domain.LiftRide, 0, len(batch))
+	live := batch[:0]
+	for _, w := range batch {
+		if err := w.ctx.Err(); err != nil {
+			w.done <- err
+			continue
+		}
+		rides = append(rides, w.ride)
+		live = append(live, w)
+	}
+	if len(rides) == 0 {
+		return
+	}
+	// The message outlives any one request: it is bounded by the queue's
+	// own publish timeout, not by the first caller's deadline.
+	err := g.pub.Publish(context.Background(), rides)
+	for _, w := range live {
+		w.done <- err
+	}
+}

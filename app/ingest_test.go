@@ -1,0 +1,373 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
+
+// settableDepth is a QueueStats whose depth in rides the test sets.
+type settableDepth struct{ d atomic.Int64 }
+
+func (s *settableDepth) Depth(context.Context) (ports.QueueDepth, error) {
+	return ports.QueueDepth{Rides: s.d.Load(), Messages: s.d.Load()}, nil
+}
+
+// recordingPublisher records every message; while hold is set, Publish
+// blocks until it is closed. fail, if set, is what Publish returns.
+type recordingPublisher struct {
+	mu       sync.Mutex
+	messages [][]domain.LiftRide
+	hold     chan struct{}
+	fail     error
+	now      atomic.Int64 // publishes in progress
+	most     atomic.Int64
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, rides []domain.LiftRide) error {
+	n := p.now.Add(1)
+	defer p.now.Add(-1)
+	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+	}
+	p.mu.Lock()
+	p.messages = append(p.messages, slices.Clone(rides))
+	hold, fail := p.hold, p.fail
+	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	return fail
+}
+
+func (p *recordingPublisher) sent() [][]domain.LiftRide {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.messages)
+}
+
+// rejections counts Metrics.RideRejected by reason.
+type rejections struct {
+	ports.NopMetrics
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (r *rejections) RideRejected(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[reason]++
+}
+
+func (r *rejections) of(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[reason]
+}
+
+// demoCatalog is a catalogue holding the demo resorts (season 2024 at
+// resort 1 among them).
+func demoCatalog(t *testing.T) *Catalog {
+	t.Helper()
+	c, err := NewCatalog(context.Background(), &mapResorts{}, true, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func startIngest(t *testing.T, pub ports.Publisher, q ports.QueueStats, adm AdmissionConfig, pc PublishConfig, m ports.Metrics) *Ingest {
+	t.Helper()
+	in, cleanup := NewIngest(context.Background(), demoCatalog(t), pub, q, adm, pc, m, discard)
+	t.Cleanup(cleanup)
+	return in
+}
+
+var aRide = domain.MustLiftRide(1, "2024", 1, 1, 1, 1)
+
+func TestIngestOverTheRateIsOverloaded(t *testing.T) {
+	pub, m := &recordingPublisher{}, &rejections{}
+	// One ride per minute, burst 3: the fourth ride at once is over the rate.
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{Rate: 1.0 / 60, Burst: 3}, PublishConfig{}, m)
+	for i := range 3 {
+		if err := in.AddRide(context.Background(), aRide); err != nil {
+			t.Fatalf("ride %d within the burst: %v", i+1, err)
+		}
+	}
+	err := in.AddRide(context.Background(), aRide)
+	if !errors.Is(err, domain.ErrOverloaded) {
+		t.Fatalf("ride over the rate = %v; want ErrOverloaded", err)
+	}
+	if n := len(pub.sent()); n != 3 || m.of(rejectRate) != 1 {
+		t.Errorf("published %d, rate rejections %d; want 3 and 1", n, m.of(rejectRate))
+	}
+}
+
+func TestIngestWithZeroRateIsUnlimited(t *testing.T) {
+	pub := &recordingPublisher{}
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{}, PublishConfig{}, ports.NopMetrics{})
+	for range 10_000 {
+		if err := in.AddRide(context.Background(), aRide); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in.limiter != nil {
+		t.Errorf("a zero rate made a limiter of %g rides/s; want none", float64(in.limiter.Limit()))
+	}
+}
+
+func TestIngestPastTheHardLimitIsQueueFull(t *testing.T) {
+	pub, m, q := &recordingPublisher{}, &rejections{}, &settableDepth{}
+	in := startIngest(t, pub, q, AdmissionConfig{HardLimit: 100}, PublishConfig{}, m)
+	q.d.Store(100)
+	waitFor(t, "a ride refused as a full queue at depth 100", func() bool {
+		err := in.AddRide(context.Background(), aRide)
+		return errors.Is(err, domain.ErrUnavailable) && errors.Is(err, ports.ErrQueueFull)
+	})
+	if m.of(rejectQueueFull) == 0 {
+		t.Error("no queue_full rejection counted")
+	}
+	q.d.Store(99)
+	waitFor(t, "rides accepted again below the ceiling", func() bool {
+		return in.AddRide(context.Background(), aRide) == nil
+	})
+}
+
+func TestIngestRateFollowsQueueDepth(t *testing.T) {
+	q := &settableDepth{}
+	in := startIngest(t, &recordingPublisher{}, q, AdmissionConfig{Rate: 1000, SoftLimit: 100, HardLimit: 200}, PublishConfig{}, ports.NopMetrics{})
+	for _, c := range []struct {
+		depth int64
+		rate  float64
+	}{
+		{50, 1000},  // below soft: full rate
+		{100, 1000}, // at soft: still full
+		{150, 500},  // half way: half the rate
+		{190, 100},  // 90% of the way: a tenth
+		{199, 50},   // the floor: 5%
+		{0, 1000},   // drained: back to full
+	} {
+		q.d.Store(c.depth)
+		waitFor(t, "rate "+ftoa(c.rate)+" at depth "+ftoa(float64(c.depth)), func() bool {
+			return math.Abs(float64(in.limiter.Limit())-c.rate) < 1e-9
+		})
+	}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func TestIngestSamplerStopsOnCleanup(t *testing.T) {
+	_, cleanup := NewIngest(context.Background(), nil, &recordingPublisher{}, &settableDepth{}, AdmissionConfig{}, PublishConfig{}, ports.NopMetrics{}, discard)
+	done := make(chan struct{})
+	go func() { cleanup(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the depth sampler did not stop within 10s of cleanup")
+	}
+}
+
+func TestIngestUnknownResortOrSeasonIsNotFoundAndNotPublished(t *testing.T) {
+	pub, m := &recordingPublisher{}, &rejections{}
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{}, PublishConfig{}, m)
+	for _, r := range []domain.LiftRide{
+		domain.MustLiftRide(999, "2024", 1, 1, 1, 1), // no such resort
+		domain.MustLiftRide(1, "1999", 1, 1, 1, 1),   // no such season
+	} {
+		if err := in.AddRide(context.Background(), r); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("ride %s = %v; want ErrNotFound", r.Key(), err)
+		}
+	}
+	if n := len(pub.sent()); n != 0 || m.of(rejectNotFound) != 2 {
+		t.Errorf("published %d, not_found rejections %d; want 0 and 2", n, m.of(rejectNotFound))
+	}
+}
+
+// TestIngestCountsEachRefusalOnceByItsReason: every refusal after admission
+// is counted once, under the reason its error carries.
+func TestIngestCountsEachRefusalOnceByItsReason(t *testing.T) {
+	for reason, err := range map[string]error{
+		rejectQueueFull:   fmt.Errorf("%w: %w: 5 rides waiting", domain.ErrUnavailable, ports.ErrQueueFull),
+		rejectBreakerOpen: fmt.Errorf("%w: %w", domain.ErrUnavailable, ports.ErrPublishPaused),
+		rejectUnavailable: domain.Unavailable("broker unreachable"),
+		rejectCanceled:    context.Canceled,
+		rejectError:       errors.New("something else"),
+	} {
+		m := &rejections{}
+		in := startIngest(t, &recordingPublisher{fail: err}, &settableDepth{}, AdmissionConfig{}, PublishConfig{}, m)
+		if got := in.AddRide(context.Background(), aRide); !errors.Is(got, err) {
+			t.Errorf("%s: AddRide = %v; want the queue's error", reason, got)
+		}
+		m.mu.Lock()
+		counts := m.counts
+		m.mu.Unlock()
+		if len(counts) != 1 || counts[reason] != 1 {
+			t.Errorf("%s: counted %v; want exactly one %s", reason, counts, reason)
+		}
+	}
+}
+
+// The group commit.
+
+func ridesFor(n int) []domain.LiftRide {
+	rides := make([]domain.LiftRide, n)
+	for i := range rides {
+		rides[i] = domain.MustLiftRide(1, "2024", 1, domain.SkierID(i+1), 1, 1)
+	}
+	return rides
+}
+
+// TestGroupCommitUnderLightLoadPublishesEachRideAlone: with a slot free a
+// ride is published at once, alone, by its own caller.
+func TestGroupCommitUnderLightLoadPublishesEachRideAlone(t *testing.T) {
+	pub := &recordingPublisher{}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 4})
+	for _, r := range ridesFor(5) {
+		if err := g.publish(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 1, 1, 1, 1}) {
+		t.Errorf("message sizes %v; want five messages of one ride", got)
+	}
+}
+
+// publishAll publishes every ride from its own goroutine and returns where
+// the results go.
+func publishAll(g *groupCommit, rides []domain.LiftRide) <-chan error {
+	errs := make(chan error, len(rides))
+	for _, r := range rides {
+		go func() { errs <- g.publish(context.Background(), r) }()
+	}
+	return errs
+}
+
+func waitingRides(g *groupCommit) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting)
+}
+
+// TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage: rides that
+// arrive while every slot is in flight go together in the next message,
+// and each caller hears its message's outcome.
+func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) {
+	hold := make(chan struct{})
+	pub := &recordingPublisher{hold: hold}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 100})
+	rides := ridesFor(11)
+	first := publishAll(g, rides[:1])
+	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
+	rest := publishAll(g, rides[1:])
+	waitFor(t, "ten rides waiting for the slot", func() bool { return waitingRides(g) == 10 })
+	close(hold)
+	for range 11 {
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case err := <-rest:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a publish did not return within 10s")
+		}
+	}
+	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 10}) {
+		t.Errorf("message sizes %v; want [1 10]: the ten waiting rides in one message", got)
+	}
+	if pub.most.Load() != 1 {
+		t.Errorf("%d publishes at once; want at most InFlight 1", pub.most.Load())
+	}
+}
+
+// TestGroupCommitBoundsAMessageAtMaxRides: waiting rides are split into
+// messages of at most MaxRides.
+func TestGroupCommitBoundsAMessageAtMaxRides(t *testing.T) {
+	hold := make(chan struct{})
+	pub := &recordingPublisher{hold: hold}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 4})
+	rides := ridesFor(11)
+	errs := publishAll(g, rides[:1])
+	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
+	more := publishAll(g, rides[1:])
+	waitFor(t, "ten rides waiting", func() bool { return waitingRides(g) == 10 })
+	close(hold)
+	for range 11 {
+		select {
+		case <-errs:
+		case <-more:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a publish did not return within 10s")
+		}
+	}
+	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 4, 4, 2}) {
+		t.Errorf("message sizes %v; want [1 4 4 2]", got)
+	}
+}
+
+// TestGroupCommitLingerGathersRides: with a linger, rides that could go at
+// once wait for it and go together.
+func TestGroupCommitLingerGathersRides(t *testing.T) {
+	pub := &recordingPublisher{}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 8, MaxRides: 100, Linger: 200 * time.Millisecond})
+	errs := publishAll(g, ridesFor(5))
+	for range 5 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a publish did not return within 10s")
+		}
+	}
+	if got := lens(pub.sent()); !slices.Equal(got, []int{5}) {
+		t.Errorf("message sizes %v; want one message of 5", got)
+	}
+}
+
+// TestGroupCommitLeavesOutRidesWhoseRequestEnded: a waiting ride whose
+// request ended is answered with its context's error and not published.
+func TestGroupCommitLeavesOutRidesWhoseRequestEnded(t *testing.T) {
+	hold := make(chan struct{})
+	pub := &recordingPublisher{hold: hold}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 1})
+	rides := ridesFor(3)
+	first := publishAll(g, rides[:1])
+	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() { gone <- g.publish(ctx, rides[1]) }()
+	kept := publishAll(g, rides[2:])
+	waitFor(t, "two rides waiting", func() bool { return waitingRides(g) == 2 })
+	cancel()
+	if err := <-gone; !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("ride whose request ended = %v; want ErrUnavailable", err)
+	}
+	close(hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-kept; err != nil {
+		t.Fatal(err)
+	}
+	sent := pub.sent()
+	if len(sent) != 2 || !slices.Equal(sent[1], rides[2:]) {
+		t.Errorf("messages %v; want the first ride, then only the third", sent)
+	}
+}
