@@ -108,8 +108,13 @@ func (c *Catalog) CheckRide(ctx context.Context, resortID domain.ResortID, seaso
 	return nil
 }
 
-// Resort returns one resort.
+// Resort returns one resort: the one check of a resort id, for every
+// route that names one (an id out of range is invalid, an unknown one not
+// found).
 func (c *Catalog) Resort(ctx context.Context, id domain.ResortID) (domain.Resort, error) {
+	if err := domain.ValidateResortID(id); err != nil {
+		return domain.Resort{}, err
+	}
 	r, ok := c.lookup(ctx, id, "")
 	if !ok {
 		return domain.Resort{}, domain.NotFound("resort %d does not exist; GET /resorts lists the resorts", id)
@@ -140,6 +145,9 @@ func (c *Catalog) Seasons(ctx context.Context, resortID domain.ResortID) ([]stri
 // AddSeason implements ports.Resorts: the store first, then memory.
 func (c *Catalog) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
 	if _, err := c.Resort(ctx, resortID); err != nil {
+		return err
+	}
+	if err := domain.ValidateSeasonID(seasonID); err != nil {
 		return err
 	}
 	if err := c.store.AddSeason(ctx, resortID, seasonID); err != nil {

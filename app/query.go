@@ -37,6 +37,9 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, s
 	if err != nil {
 		return ports.ResortDaySkiers{}, err
 	}
+	if err := validateSeasonDay(seasonID, dayID); err != nil {
+		return ports.ResortDaySkiers{}, err
+	}
 	n, err := readThrough(ctx, q.cache, queryResortDay, resortDayKey(resortID, seasonID, dayID), func() (int, error) {
 		return q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
 	})
@@ -48,10 +51,13 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, s
 
 // SkierDayVertical implements ports.RideQueries.
 func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	if err := domain.ValidateResortID(resortID); err != nil {
+	if _, err := q.catalog.Resort(ctx, resortID); err != nil {
 		return 0, err
 	}
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
+		return 0, err
+	}
+	if err := domain.ValidateDayID(dayID); err != nil {
 		return 0, err
 	}
 	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int64, error) {
@@ -90,11 +96,6 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 	}
 	if len(seasons) > MaxTotalsSeasons {
 		return nil, domain.Invalid("name at most %d distinct season values, got %d", MaxTotalsSeasons, len(seasons))
-	}
-	for _, id := range resorts {
-		if err := domain.ValidateResortID(id); err != nil {
-			return nil, err
-		}
 	}
 	for _, s := range seasons {
 		if err := domain.ValidateSeasonID(s); err != nil {
@@ -185,6 +186,9 @@ func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, seasonID s
 	if err := validateSkierSeason(skierID, seasonID); err != nil {
 		return ports.SkierDay{}, err
 	}
+	if err := domain.ValidateDayID(dayID); err != nil {
+		return ports.SkierDay{}, err
+	}
 	rides, err := q.store.SkierDayRides(ctx, skierID, seasonID, dayID)
 	if err != nil {
 		return ports.SkierDay{}, fmt.Errorf("rides of skier %d: %w", skierID, err)
@@ -204,6 +208,13 @@ func validateSkierSeason(skierID domain.SkierID, seasonID string) error {
 		return err
 	}
 	return domain.ValidateSeasonID(seasonID)
+}
+
+func validateSeasonDay(seasonID string, dayID int) error {
+	if err := domain.ValidateSeasonID(seasonID); err != nil {
+		return err
+	}
+	return domain.ValidateDayID(dayID)
 }
 
 func sortResorts(rs []domain.Resort) {

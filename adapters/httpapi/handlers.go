@@ -10,6 +10,9 @@ import (
 )
 
 // Handlers implements StrictServerInterface on top of the core's services.
+// A handler translates between API and domain types and nothing more: the
+// use cases check every id against the domain's rules and the catalogue,
+// the same way for every route.
 type Handlers struct {
 	Ingest  ports.RideIngester
 	Queries ports.RideQueries
@@ -128,9 +131,6 @@ func (h *Handlers) GetResorts(ctx context.Context, _ GetResortsRequestObject) (G
 
 // GetResortSeasons lists a resort's seasons.
 func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsRequestObject) (GetResortSeasonsResponseObject, error) {
-	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
-		return nil, err
-	}
 	seasons, err := h.Resorts.Seasons(ctx, domain.ResortID(req.ResortID))
 	if err != nil {
 		return nil, err
@@ -140,14 +140,8 @@ func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsReq
 
 // AddSeason registers a season for a resort.
 func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (AddSeasonResponseObject, error) {
-	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
-		return nil, err
-	}
 	if req.Body == nil || req.Body.Year == nil {
 		return nil, domain.Invalid(`year is required: send a body like {"year":"2026"}`)
-	}
-	if err := domain.ValidateSeasonID(*req.Body.Year); err != nil {
-		return nil, err
 	}
 	if err := h.Resorts.AddSeason(ctx, domain.ResortID(req.ResortID), *req.Body.Year); err != nil {
 		return nil, err
@@ -157,14 +151,8 @@ func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (A
 
 // GetResortSkiersDay counts a resort's unique skiers on a day.
 func (h *Handlers) GetResortSkiersDay(ctx context.Context, req GetResortSkiersDayRequestObject) (GetResortSkiersDayResponseObject, error) {
-	if err := domain.ValidateResortID(domain.ResortID(req.ResortID)); err != nil {
-		return nil, err
-	}
 	season, err := domain.SeasonFromInt(req.SeasonID)
 	if err != nil {
-		return nil, err
-	}
-	if err := domain.ValidateDayID(int(req.DayID)); err != nil {
 		return nil, err
 	}
 	n, err := h.Queries.ResortDaySkiers(ctx, domain.ResortID(req.ResortID), season, int(req.DayID))

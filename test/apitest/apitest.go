@@ -208,11 +208,41 @@ func Run(t *testing.T, base string) {
 	t.Run("WriteRideErrors", func(t *testing.T) { testWriteErrors(t, base, skier) })
 	t.Run("RidesReadBack", func(t *testing.T) { testReadBack(t, base, skier+1) })
 	t.Run("QueryErrors", func(t *testing.T) { testQueryErrors(t, base, skier+2) })
+	t.Run("EveryRouteChecksAResortTheSameWay", func(t *testing.T) { testResortCheck(t, base, skier+3) })
 	t.Run("RouterErrorsAreJSON", func(t *testing.T) { testRouterErrors(t, base) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, base) })
 	// Last: it checks that the requests above were recorded.
 	t.Run("Statistics", func(t *testing.T) { testStatistics(t, base) })
 }
+
+// testResortCheck: every route that names a resort answers an id out of
+// range and an unknown id with the same status and message, whichever
+// route it is.
+func testResortCheck(t *testing.T, base string, skier int32) {
+	s := apiclient.ServerURL(base)
+	routes := map[string]func(resort int32) Request{
+		"GET seasons": func(r int32) Request { return Req(apiclient.NewGetResortSeasonsRequest(s, r)) },
+		"POST season": func(r int32) Request {
+			return Req(apiclient.NewAddSeasonRequest(s, r, apiclient.AddSeasonJSONRequestBody{Year: ptr("2026")}))
+		},
+		"GET resort day skiers": func(r int32) Request { return Req(apiclient.NewGetResortSkiersDayRequest(s, r, 2024, 1)) },
+		"GET day vertical":      func(r int32) Request { return Req(apiclient.NewGetSkierDayVerticalRequest(s, r, "2024", "1", skier)) },
+		"POST ride": func(r int32) Request {
+			return Req(apiclient.NewWriteNewLiftRideRequest(s, r, "2024", "1", skier, apiclient.WriteNewLiftRideJSONRequestBody{Time: ptr[int32](1), LiftID: ptr[int32](1)}))
+		},
+		"GET season totals": func(r int32) Request {
+			return Req(apiclient.NewGetSkierResortTotalsRequest(s, skier, &apiclient.GetSkierResortTotalsParams{Resort: []string{fmt.Sprint(r)}}))
+		},
+	}
+	for name, req := range routes {
+		t.Run(name, func(t *testing.T) {
+			expectError(t, Send(t, req(0)), 400, "resortID must be a positive integer, got 0")
+			expectError(t, Send(t, req(999)), 404, "resort 999 does not exist; GET /resorts lists the resorts")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func testResorts(t *testing.T, base string) {
 	got := decode[struct {
