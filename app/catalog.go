@@ -30,17 +30,20 @@ type Catalog struct {
 
 var _ ports.Resorts = (*Catalog)(nil)
 
-// SeedDemo says whether an empty store gets the demo resorts.
-type SeedDemo bool
+// CatalogConfig tunes the catalogue.
+type CatalogConfig struct {
+	// SeedDemo gives an empty store the demo resorts.
+	SeedDemo bool
+}
 
 // NewCatalog loads the reference data, seeding the demo resorts first when the
-// store has none and seed is true.
-func NewCatalog(ctx context.Context, store ports.ResortStore, seed SeedDemo, log *slog.Logger) (*Catalog, error) {
+// store has none and cfg says to.
+func NewCatalog(ctx context.Context, store ports.ResortStore, cfg CatalogConfig, log *slog.Logger) (*Catalog, error) {
 	c := &Catalog{store: store, log: log}
 	if err := c.reload(ctx); err != nil {
 		return nil, err
 	}
-	if seed && len(*c.resorts.Load()) == 0 {
+	if cfg.SeedDemo && len(*c.resorts.Load()) == 0 {
 		if err := SeedDemoResorts(ctx, store); err != nil {
 			return nil, err
 		}

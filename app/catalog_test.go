@@ -55,7 +55,7 @@ var _ ports.ResortStore = (*mapResorts)(nil)
 
 func TestCatalogSeedsDemoResortsIntoEmptyStore(t *testing.T) {
 	store := &mapResorts{}
-	c, err := NewCatalog(context.Background(), store, true, discard)
+	c, err := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestCatalogSeedsDemoResortsIntoEmptyStore(t *testing.T) {
 }
 
 func TestCatalogDoesNotSeedWhenToldNot(t *testing.T) {
-	c, err := NewCatalog(context.Background(), &mapResorts{}, false, discard)
+	c, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestCatalogDoesNotSeedWhenToldNot(t *testing.T) {
 
 func TestCatalogCheckRideServesFromMemory(t *testing.T) {
 	store := &mapResorts{}
-	c, _ := NewCatalog(context.Background(), store, true, discard)
+	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	before := store.readCount()
 	for range 100 {
 		if err := c.CheckRide(context.Background(), 3, "2024"); err != nil {
@@ -94,7 +94,7 @@ func TestCatalogCheckRideServesFromMemory(t *testing.T) {
 
 func TestCatalogSeesSeasonAddedByAnotherProcess(t *testing.T) {
 	store := &mapResorts{}
-	c, _ := NewCatalog(context.Background(), store, true, discard)
+	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	// Another process registers 2031 directly in the shared store.
 	_ = store.AddSeason(context.Background(), 4, "2031")
 	c.lastReload.Store(time.Now().Add(-2 * reloadEvery).UnixNano())
@@ -105,7 +105,7 @@ func TestCatalogSeesSeasonAddedByAnotherProcess(t *testing.T) {
 
 func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
 	store := &mapResorts{}
-	c, _ := NewCatalog(context.Background(), store, true, discard)
+	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	c.lastReload.Store(time.Now().UnixNano())
 	before := store.readCount()
 	for range 50 {
@@ -121,7 +121,7 @@ func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
 
 func TestCatalogAddSeason(t *testing.T) {
 	store := &mapResorts{}
-	c, _ := NewCatalog(context.Background(), store, true, discard)
+	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	if err := c.AddSeason(context.Background(), 2, "2030"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,23 +8,12 @@ import (
 	"github.com/skidata/skidata/ports"
 )
 
-// Probe checks that one dependency is reachable.
+// Probe checks that one dependency is reachable. A nil Check means there
+// is nothing to check: the dependency lives in this process.
 type Probe struct {
 	Name  string
 	Check func(context.Context) error
 }
-
-// StoreProbe is the store's reachability check (a nil Check means nothing to
-// check: the store lives in this process).
-type StoreProbe Probe
-
-// QueueProbe is the queue's.
-type QueueProbe Probe
-
-// CacheProbe is the query cache's. The service works without its cache
-// (queries fall back to the store), so a failing cache makes it degraded,
-// not unready.
-type CacheProbe Probe
 
 // Health answers /readyz: every probe, and the queue depth. A dependency is
 // reported "ok" or "unavailable", nothing more: the reason names hosts,
@@ -48,16 +37,20 @@ var _ ports.Health = (*Health)(nil)
 // probeTimeout bounds each probe so /readyz answers even when a dependency hangs.
 const probeTimeout = 2 * time.Second
 
-// NewHealth returns the readiness checker.
-func NewHealth(store StoreProbe, queue QueueProbe, cache CacheProbe, stats ports.QueueStats, log *slog.Logger) *Health {
+// NewHealth returns the readiness checker. A required dependency that
+// fails makes the service unready; an optional one (the query cache:
+// queries fall back to the store) makes it degraded.
+func NewHealth(stats ports.QueueStats, log *slog.Logger, required []Probe, optional ...Probe) *Health {
 	h := &Health{queue: stats, log: log}
-	for _, p := range []Probe{Probe(store), Probe(queue)} {
+	for _, p := range required {
 		if p.Check != nil {
 			h.probes = append(h.probes, p)
 		}
 	}
-	if cache.Check != nil {
-		h.optional = append(h.optional, Probe(cache))
+	for _, p := range optional {
+		if p.Check != nil {
+			h.optional = append(h.optional, p)
+		}
 	}
 	return h
 }

@@ -19,13 +19,14 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 	var logs bytes.Buffer
 	cause := errors.New("dial tcp 10.0.7.12:5432: password authentication failed for user skidata (postgres://skidata:hunter2@db.internal:5432/rides)")
 	h := NewHealth(
-		StoreProbe{Name: "postgres", Check: func(context.Context) error { return cause }},
-		QueueProbe{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
-		CacheProbe{},
 		depthFunc(func(context.Context) (ports.QueueDepth, error) {
 			return ports.QueueDepth{}, errors.New("amqp://u:hunter2@mq.internal:5672/ refused")
 		}),
-		slog.New(slog.NewTextHandler(&logs, nil)))
+		slog.New(slog.NewTextHandler(&logs, nil)),
+		[]Probe{
+			{Name: "postgres", Check: func(context.Context) error { return cause }},
+			{Name: "rabbitmq", Check: func(context.Context) error { return nil }},
+		})
 	r := h.Ready(context.Background())
 	if r.Ready {
 		t.Error("ready with the store down")
@@ -51,11 +52,10 @@ func TestReadinessSaysUnavailableWithoutInternalsAndLogsTheCause(t *testing.T) {
 func TestReadinessWithTheCacheDownIsDegradedNotUnavailable(t *testing.T) {
 	var logs bytes.Buffer
 	h := NewHealth(
-		StoreProbe{Name: "postgres", Check: func(context.Context) error { return nil }},
-		QueueProbe{},
-		CacheProbe{Name: "redis", Check: func(context.Context) error { return errors.New("redis at cache.internal:6379 does not answer") }},
 		depthFunc(func(context.Context) (ports.QueueDepth, error) { return ports.QueueDepth{Rides: 3, Messages: 1}, nil }),
-		slog.New(slog.NewTextHandler(&logs, nil)))
+		slog.New(slog.NewTextHandler(&logs, nil)),
+		[]Probe{{Name: "postgres", Check: func(context.Context) error { return nil }}, {}},
+		Probe{Name: "redis", Check: func(context.Context) error { return errors.New("redis at cache.internal:6379 does not answer") }})
 	r := h.Ready(context.Background())
 	if !r.Ready || !r.Degraded {
 		t.Errorf("ready %v, degraded %v; want ready (queries fall back to the store) but degraded", r.Ready, r.Degraded)

@@ -81,7 +81,7 @@ func (r *rejections) of(reason string) int {
 // resort 1 among them).
 func demoCatalog(t *testing.T) *Catalog {
 	t.Helper()
-	c, err := NewCatalog(context.Background(), &mapResorts{}, true, discard)
+	c, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,16 @@ type Query struct {
 
 var _ ports.RideQueries = (*Query)(nil)
 
+// QueryConfig tunes the read path.
+type QueryConfig struct {
+	// CacheTTL is how long a cached answer lives: it bounds staleness if
+	// an invalidation is lost.
+	CacheTTL time.Duration
+}
+
 // NewQuery returns the query service; cache may be nil (no caching).
-func NewQuery(catalog *Catalog, store ports.RideStore, cache ports.Cache, ttl CacheTTL, m ports.Metrics, log *slog.Logger) *Query {
-	return &Query{catalog: catalog, store: store, cache: queryCache{cache: cache, ttl: time.Duration(ttl), metrics: m, log: log}}
+func NewQuery(catalog *Catalog, store ports.RideStore, cache ports.Cache, cfg QueryConfig, m ports.Metrics, log *slog.Logger) *Query {
+	return &Query{catalog: catalog, store: store, cache: queryCache{cache: cache, ttl: cfg.CacheTTL, metrics: m, log: log}}
 }
 
 // ResortDaySkiers implements ports.RideQueries. A known resort with no rides
@@ -220,9 +227,6 @@ func validateSeasonDay(seasonID string, dayID int) error {
 func sortResorts(rs []domain.Resort) {
 	slices.SortFunc(rs, func(a, b domain.Resort) int { return cmp.Compare(a.ID, b.ID) })
 }
-
-// CacheTTL is how long a cached query answer lives.
-type CacheTTL time.Duration
 
 // queryCache is the query service's view of the optional cache.
 type queryCache struct {

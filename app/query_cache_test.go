@@ -121,11 +121,11 @@ func (m *cacheMetrics) CacheLookup(_ string, hit bool) {
 
 func newCachedQuery(t *testing.T, store ports.RideStore, cache ports.Cache, m ports.Metrics) *Query {
 	t.Helper()
-	cat, err := NewCatalog(context.Background(), &mapResorts{}, true, discard)
+	cat, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewQuery(cat, store, cache, CacheTTL(time.Minute), m, discard)
+	return NewQuery(cat, store, cache, QueryConfig{CacheTTL: time.Minute}, m, discard)
 }
 
 func TestQueryReadsThroughTheCache(t *testing.T) {

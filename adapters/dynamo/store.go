@@ -78,20 +78,6 @@ func NewClient(ctx context.Context, cfg Config) (*dynamodb.Client, error) {
 	}), nil
 }
 
-// Open connects with NewClient and returns the ride store of cfg's model
-// and the resort store. The tables must exist (CreateTables).
-func Open(ctx context.Context, cfg Config) (Store, *ResortStore, error) {
-	client, err := NewClient(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	rides, err := NewRideStore(client, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rides, NewResortStore(client, cfg), nil
-}
-
 // NewRideStore returns the ride store of cfg's model on the given client.
 func NewRideStore(api API, cfg Config) (Store, error) {
 	if err := validModel(cfg.Model); err != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/redact"
-	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
 
@@ -138,9 +137,6 @@ func (c Config) DeadLetterExchange() string { return c.Prefix + ".dlx" }
 
 // DeadLetterQueue holds the poison rides until an operator replays them.
 func (c Config) DeadLetterQueue() string { return c.Prefix + ".dlq" }
-
-// shardOf keeps one skier's rides in one queue, hence in order.
-func (c Config) shardOf(skierID domain.SkierID) int { return int(uint32(skierID) % uint32(c.Shards)) }
 
 // perShardMaxLength rounds up so the shards together hold at least MaxLength.
 func (c Config) perShardMaxLength() int {

@@ -37,13 +37,13 @@ type Config struct {
 	HTTP            HTTPConfig
 	LogFormat       string
 	LogLevel        string
-	SeedDemo        bool
+	Catalog         app.CatalogConfig
 	Postgres        postgres.Config
 	Dynamo          dynamo.Config
 	Admission       app.AdmissionConfig
 	Breaker         breaker.Config
 	Cache           string
-	CacheTTL        time.Duration
+	Query           app.QueryConfig
 	CacheSize       int
 	Redis           redis.Config
 	PprofListen     string
@@ -95,12 +95,12 @@ func DefaultConfig() Config {
 		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second},
 		LogFormat:       "text",
 		LogLevel:        "info",
-		SeedDemo:        true,
+		Catalog:         app.CatalogConfig{SeedDemo: true},
 		Postgres:        postgres.Config{StatementTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
 		Dynamo:          dynamo.Config{WriteConcurrency: 8},
 		Breaker:         breaker.Config{Failures: 5, OpenFor: 2 * time.Second},
 		Cache:           "none",
-		CacheTTL:        5 * time.Second,
+		Query:           app.QueryConfig{CacheTTL: 5 * time.Second},
 		CacheSize:       100_000,
 		Redis:           redis.Config{URL: "redis://127.0.0.1:6379/0", Prefix: "skidata:"},
 	}
@@ -135,7 +135,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HTTP.HandlerTimeout, "http-handler-timeout", c.HTTP.HandlerTimeout, "deadline of each request's work; past it the answer is 503 (must be below --http-write-timeout)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
-	fs.BoolVar(&c.SeedDemo, "seed-demo", c.SeedDemo, "load the ten demo resorts when the store has none")
+	fs.BoolVar(&c.Catalog.SeedDemo, "seed-demo", c.Catalog.SeedDemo, "load the ten demo resorts when the store has none")
 	fs.StringVar(&c.Postgres.URL, "database-url", c.Postgres.URL, "PostgreSQL connection string for --store postgres, e.g. postgres://user:pass@host:5432/db?sslmode=require")
 	fs.Var(intFlag[int32]{&c.Postgres.MaxConns}, "db-max-conns", "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
@@ -146,6 +146,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Dynamo.TablePrefix, "dynamo-table-prefix", c.Dynamo.TablePrefix, "put before the table names: <prefix>skierTable, <prefix>resortTable")
 	fs.IntVar(&c.Dynamo.WriteConcurrency, "dynamo-write-concurrency", c.Dynamo.WriteConcurrency, "DynamoDB write requests kept in flight per batch")
 	c.registerAdmissionFlags(fs)
+	c.registerCacheFlags(fs)
+	fs.StringVar(&c.PprofListen, "pprof-listen", c.PprofListen, "loopback address for net/http/pprof, e.g. 127.0.0.1:6060; empty = off")
 }
 
 // EnvName is the environment variable that sets a flag: SKI_BATCH_SIZE for
@@ -180,6 +182,16 @@ func ParseConfig(fs *flag.FlagSet, args []string) (Config, error) {
 	return c, err
 }
 
+// ChoiceError is a flag given a value that is not one of its choices.
+type ChoiceError struct {
+	Flag, Value string
+	Allowed     []string
+}
+
+func (e *ChoiceError) Error() string {
+	return fmt.Sprintf("--%s %q is not one of %s", e.Flag, e.Value, strings.Join(e.Allowed, ", "))
+}
+
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	for _, ch := range []struct {
@@ -193,12 +205,12 @@ func (c Config) Validate() error {
 		{"cache", c.Cache, CacheNames()},
 	} {
 		if !slices.Contains(ch.allowed, ch.value) {
-			return oneOf(ch.name, ch.value, ch.allowed)
+			return &ChoiceError{Flag: ch.name, Value: ch.value, Allowed: ch.allowed}
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		msg := fmt.Sprintf("--listen %q is not a host:port address", c.Listen)
-		if isDigits(c.Listen) {
+		if c.Listen != "" && strings.Trim(c.Listen, "0123456789") == "" {
 			msg += fmt.Sprintf("; did you mean --listen :%s?", c.Listen)
 		}
 		return errors.New(msg)

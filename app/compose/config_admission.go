@@ -7,9 +7,8 @@ import (
 	"strings"
 )
 
-// registerAdmissionFlags binds the admission, breaker, cache and diagnostics
-// flags (kept apart from RegisterFlags so the store and queue flags other
-// branches add there merge without conflict).
+// registerAdmissionFlags binds the flags of admission control and the
+// publish circuit breaker.
 func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Admission.Rate, "ingest-rate", c.Admission.Rate, "most rides per second this process accepts (token bucket); beyond it POST answers 429; 0 = unlimited")
 	fs.IntVar(&c.Admission.Burst, "ingest-burst", c.Admission.Burst, "rides accepted at once above --ingest-rate; 0 = one second's worth")
@@ -17,12 +16,15 @@ func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Admission.HardLimit, "queue-hard-limit", c.Admission.HardLimit, "queue depth at which POST answers 503 at once; 0 = off")
 	fs.Var(intFlag[uint32]{&c.Breaker.Failures}, "breaker-failures", "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")
 	fs.DurationVar(&c.Breaker.OpenFor, "breaker-open-for", c.Breaker.OpenFor, "how long the breaker stays open before one probe publish is let through")
+}
+
+// registerCacheFlags binds the flags of the query cache.
+func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Cache, "cache", c.Cache, "cache for GET queries: "+strings.Join(CacheNames(), "|"))
-	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "how long a cached answer lives (bounds staleness if an invalidation is lost)")
+	fs.DurationVar(&c.Query.CacheTTL, "cache-ttl", c.Query.CacheTTL, "how long a cached answer lives (bounds staleness if an invalidation is lost)")
 	fs.IntVar(&c.CacheSize, "cache-size", c.CacheSize, "most entries the in-process cache (--cache memory) holds")
 	fs.StringVar(&c.Redis.URL, "redis-url", c.Redis.URL, "Redis for --cache redis")
 	fs.StringVar(&c.Redis.Prefix, "redis-prefix", c.Redis.Prefix, "prefix of every cache key in Redis, so deployments can share one database")
-	fs.StringVar(&c.PprofListen, "pprof-listen", c.PprofListen, "loopback address for net/http/pprof, e.g. 127.0.0.1:6060; empty = off")
 }
 
 func (c Config) validateAdmission() error {
@@ -40,8 +42,8 @@ func (c Config) validateAdmission() error {
 		return fmt.Errorf("--queue-soft-limit %d needs a larger --queue-hard-limit (the depth where the rate reaches its floor), got %d", a.SoftLimit, a.HardLimit)
 	case c.Breaker.Failures > 0 && c.Breaker.OpenFor <= 0:
 		return fmt.Errorf("--breaker-open-for must be positive, got %s", c.Breaker.OpenFor)
-	case c.Cache != "none" && c.CacheTTL <= 0:
-		return fmt.Errorf("--cache-ttl must be positive with --cache %s, got %s", c.Cache, c.CacheTTL)
+	case c.Cache != "none" && c.Query.CacheTTL <= 0:
+		return fmt.Errorf("--cache-ttl must be positive with --cache %s, got %s", c.Cache, c.Query.CacheTTL)
 	case c.Cache == "memory" && c.CacheSize < 1:
 		return fmt.Errorf("--cache-size must be at least 1, got %d", c.CacheSize)
 	}

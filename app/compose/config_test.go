@@ -86,7 +86,7 @@ func TestConfigAdmissionFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := app.AdmissionConfig{Rate: 500, Burst: 50, SoftLimit: 1000, HardLimit: 5000}
-	if c.Admission != want || c.Cache != "memory" || c.CacheTTL != 2*time.Second || c.PprofListen != "127.0.0.1:6060" || c.Breaker.Failures != 9 {
+	if c.Admission != want || c.Cache != "memory" || c.Query.CacheTTL != 2*time.Second || c.PprofListen != "127.0.0.1:6060" || c.Breaker.Failures != 9 {
 		t.Errorf("parsed %+v", c)
 	}
 }

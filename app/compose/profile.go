@@ -28,9 +28,8 @@ var Profiles = map[string]Profile{
 	// ec2 is the AWS layout of docs/operations.md: API and consumer
 	// instances sharing a RabbitMQ broker, rides in DynamoDB (sharded
 	// model), credentials from the instance role, JSON logs for the
-	// journal and CloudWatch. The role comes from SKI_ROLE. Its injectors
-	// (inject_ec2.go) ask the instance metadata service for the region
-	// when nothing else gives it.
+	// journal and CloudWatch. The role comes from SKI_ROLE. Build asks the
+	// instance metadata service for the region when nothing else gives it.
 	"ec2": {
 		Defaults: map[string]string{
 			"store":      "dynamo-sharded",

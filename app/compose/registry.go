@@ -21,9 +21,10 @@ import (
 // injectors, skibench and the README test all read these lists, so adding an
 // adapter means one entry here and the adapter's own package.
 
-// Env is what a driver gets to open its adapter: the configuration, the
-// metrics every adapter reports to, and where the AWS region comes from (which differs between the local and ec2 environments).
-type Env struct {
+// Deps is what opening an adapter depends on: the configuration, the
+// metrics every adapter reports to, and where the AWS region comes from
+// (which differs between the local and ec2 environments).
+type Deps struct {
 	Config  Config
 	Metrics ports.Metrics
 	Region  RegionSource
@@ -33,9 +34,10 @@ type Env struct {
 // to ask the instance metadata service, so it is asked only when needed.
 type RegionSource func(ctx context.Context) (string, error)
 
-// Stores is what a store driver opens: rides, resorts, and the readiness
-// check that proves the store answers (zero Check: nothing to reach).
-type Stores struct {
+// OpenedStore is what a store driver opens: rides, resorts, and the
+// readiness check that proves the store answers (zero Check: nothing to
+// reach).
+type OpenedStore struct {
 	Rides   ports.RideStore
 	Resorts ports.ResortStore
 	Probe   app.Probe
@@ -46,7 +48,7 @@ type StoreDriver struct {
 	Name string
 	// Check reports settings this store needs that are missing; nil: none.
 	Check func(Config) error
-	Open  func(ctx context.Context, env Env) (Stores, func(), error)
+	Open  func(ctx context.Context, deps Deps) (OpenedStore, func(), error)
 }
 
 // Queue is what every queue adapter is: publisher, subscriber and depth
@@ -64,13 +66,13 @@ type QueueDriver struct {
 	// the api and consumer roles need.
 	Shared bool
 	Check  func(Config) error
-	Open   func(ctx context.Context, env Env) (OpenQueue, func(), error)
+	Open   func(ctx context.Context, deps Deps) (OpenedQueue, func(), error)
 }
 
-// OpenQueue is an opened queue, its readiness check (zero Check: the
+// OpenedQueue is an opened queue, its readiness check (zero Check: the
 // queue is in this process) and how the ingest use case's group commit
 // publishes to it.
-type OpenQueue struct {
+type OpenedQueue struct {
 	Queue   Queue
 	Probe   app.Probe
 	Publish app.PublishConfig
@@ -80,12 +82,12 @@ type OpenQueue struct {
 // nil cache for "none".
 type CacheDriver struct {
 	Name string
-	Open func(ctx context.Context, env Env) (OpenCache, func(), error)
+	Open func(ctx context.Context, deps Deps) (OpenedCache, func(), error)
 }
 
-// OpenCache is an opened cache (nil: none) and its readiness check (zero
+// OpenedCache is an opened cache (nil: none) and its readiness check (zero
 // Check: the cache is in this process).
-type OpenCache struct {
+type OpenedCache struct {
 	Cache ports.Cache
 	Probe app.Probe
 }
@@ -105,7 +107,7 @@ var QueueDrivers = []QueueDriver{
 
 // CacheDrivers lists the caches.
 var CacheDrivers = []CacheDriver{
-	{Name: "none", Open: func(context.Context, Env) (OpenCache, func(), error) { return OpenCache{}, func() {}, nil }},
+	{Name: "none", Open: func(context.Context, Deps) (OpenedCache, func(), error) { return OpenedCache{}, func() {}, nil }},
 	{Name: "memory", Open: openLRU},
 	{Name: "redis", Open: openRedis},
 }
@@ -153,22 +155,33 @@ func lookup[D any](ds []D, name string, nameOf func(D) string) D {
 
 // OpenStore opens the store cfg names, as the service would: skibench and
 // the operations commands use it so that they build stores the same way.
-func OpenStore(ctx context.Context, env Env) (Stores, func(), error) {
-	d := storeDriver(env.Config.Store)
+func OpenStore(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
+	d := storeDriver(deps.Config.Store)
 	if d.Open == nil {
-		return Stores{}, nil, fmt.Errorf("store %q is not built into this binary; have %s", env.Config.Store, strings.Join(StoreNames(), ", "))
+		return OpenedStore{}, nil, fmt.Errorf("store %q is not built into this binary; have %s", deps.Config.Store, strings.Join(StoreNames(), ", "))
 	}
-	if env.Metrics == nil {
-		env.Metrics = ports.NopMetrics{}
+	if deps.Metrics == nil {
+		deps.Metrics = ports.NopMetrics{}
 	}
-	if env.Region == nil {
-		env.Region = configuredRegion(env.Config)
+	if deps.Region == nil {
+		deps.Region = configuredRegion(deps.Config)
 	}
-	return d.Open(ctx, env)
+	return d.Open(ctx, deps)
 }
 
-func openMemory(context.Context, Env) (Stores, func(), error) {
-	return Stores{Rides: memory.NewRideStore(), Resorts: memory.NewResortStore()}, func() {}, nil
+// OpenQueue opens the queue the configuration names.
+func OpenQueue(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
+	return queueDriver(deps.Config.Queue).Open(ctx, deps)
+}
+
+// OpenCache opens the query cache the configuration names (a nil cache
+// for none).
+func OpenCache(ctx context.Context, deps Deps) (OpenedCache, func(), error) {
+	return cacheDriver(deps.Config.Cache).Open(ctx, deps)
+}
+
+func openMemory(context.Context, Deps) (OpenedStore, func(), error) {
+	return OpenedStore{Rides: memory.NewRideStore(), Resorts: memory.NewResortStore()}, func() {}, nil
 }
 
 func checkPostgres(c Config) error {
@@ -183,47 +196,48 @@ func checkPostgres(c Config) error {
 
 // openPostgres connects and migrates; a database that is down fails the
 // start-up with the adapter's error, which names the URL (password masked).
-func openPostgres(ctx context.Context, env Env) (Stores, func(), error) {
-	db, err := postgres.Open(ctx, env.Config.Postgres)
+func openPostgres(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
+	db, err := postgres.Open(ctx, deps.Config.Postgres)
 	if err != nil {
-		return Stores{}, nil, err
+		return OpenedStore{}, nil, err
 	}
-	return Stores{Rides: db.Rides(), Resorts: db.Resorts(), Probe: app.Probe{Name: "postgres", Check: db.Ping}}, db.Close, nil
+	return OpenedStore{Rides: db.Rides(), Resorts: db.Resorts(), Probe: app.Probe{Name: "postgres", Check: db.Ping}}, db.Close, nil
 }
 
 // dynamoDrivers is one store per DynamoDB data model: dynamo-<model>.
 func dynamoDrivers() []StoreDriver {
 	var out []StoreDriver
 	for _, model := range dynamo.Models {
-		out = append(out, StoreDriver{Name: dynamoStorePrefix + model, Open: openDynamo})
+		out = append(out, StoreDriver{Name: DynamoStorePrefix + model, Open: openDynamo})
 	}
 	return out
 }
 
-const dynamoStorePrefix = "dynamo-"
+// DynamoStorePrefix starts the name of every DynamoDB store.
+const DynamoStorePrefix = "dynamo-"
 
-// dynamoConfig is the adapter's configuration for the store cfg names: the
-// model is the store name's suffix.
-func dynamoConfig(cfg Config) dynamo.Config {
-	dc := cfg.Dynamo
-	dc.Model = strings.TrimPrefix(cfg.Store, dynamoStorePrefix)
+// DynamoConfig is the DynamoDB adapter's configuration for the store the
+// configuration names: the model is the store name's suffix.
+func (c Config) DynamoConfig() dynamo.Config {
+	dc := c.Dynamo
+	dc.Model = strings.TrimPrefix(c.Store, DynamoStorePrefix)
 	return dc
 }
 
 // openDynamo connects and checks, before anything is served, that the
 // region is known and the tables exist: a missing dependency stops the
 // start with a message naming it.
-func openDynamo(ctx context.Context, env Env) (Stores, func(), error) {
-	dc := dynamoConfig(env.Config)
-	dc.Metrics = env.Metrics // consumed capacity and throttles, by table and operation
-	region, err := env.Region(ctx)
+func openDynamo(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
+	dc := deps.Config.DynamoConfig()
+	dc.Metrics = deps.Metrics // consumed capacity and throttles, by table and operation
+	region, err := deps.Region(ctx)
 	if err != nil {
-		return Stores{}, nil, err
+		return OpenedStore{}, nil, err
 	}
 	dc.Region = region
 	client, err := dynamo.NewClient(ctx, dc)
 	if err != nil {
-		return Stores{}, nil, err
+		return OpenedStore{}, nil, err
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, startupCheckTimeout)
 	defer cancel()
@@ -232,16 +246,16 @@ func openDynamo(ctx context.Context, env Env) (Stores, func(), error) {
 		if dc.Endpoint != "" {
 			where = dc.Endpoint
 		}
-		return Stores{}, nil, fmt.Errorf("DynamoDB (%s, region %s) not usable: %w", where, dc.Region, err)
+		return OpenedStore{}, nil, fmt.Errorf("DynamoDB (%s, region %s) not usable: %w", where, dc.Region, err)
 	}
 	rides, err := dynamo.NewRideStore(client, dc)
 	if err != nil {
-		return Stores{}, nil, err
+		return OpenedStore{}, nil, err
 	}
 	resorts := dynamo.NewResortStore(client, dc)
 	// Readiness reads one (absent) item of the resort table, which proves
 	// the endpoint, the credentials and the table at once.
-	return Stores{Rides: rides, Resorts: resorts, Probe: app.Probe{Name: "dynamodb", Check: resorts.Ping}}, func() {}, nil
+	return OpenedStore{Rides: rides, Resorts: resorts, Probe: app.Probe{Name: "dynamodb", Check: resorts.Ping}}, func() {}, nil
 }
 
 // inprocWaitsForStore says whether the in-process queue answers a POST only
@@ -250,17 +264,17 @@ func openDynamo(ctx context.Context, env Env) (Stores, func(), error) {
 // waiting would buy no durability and cost latency.
 func inprocWaitsForStore(cfg Config) bool { return cfg.Queue == "inproc" && cfg.Store != "memory" }
 
-func openInproc(_ context.Context, env Env) (OpenQueue, func(), error) {
+func openInproc(_ context.Context, deps Deps) (OpenedQueue, func(), error) {
 	var opts []inproc.Option
-	if inprocWaitsForStore(env.Config) {
+	if inprocWaitsForStore(deps.Config) {
 		opts = append(opts, inproc.WaitForAck())
 	}
-	q := inproc.New(env.Config.QueueCapacity, opts...)
+	q := inproc.New(deps.Config.QueueCapacity, opts...)
 	// The group commit publishes every ride at once, alone (no bound on
 	// publishes in flight): a ride waiting for the store waits in the
 	// queue, where its capacity bounds it and the depth counts it, and the
 	// persister writes all the rides at hand in one commit.
-	return OpenQueue{Queue: q}, func() { _ = q.Close() }, nil
+	return OpenedQueue{Queue: q}, func() { _ = q.Close() }, nil
 }
 
 func checkRabbitMQ(c Config) error {
@@ -270,21 +284,22 @@ func checkRabbitMQ(c Config) error {
 	return nil
 }
 
-// rabbitmqConfig is the adapter's configuration: --queue-capacity bounds
-// the ready rides over all shards. The service and the dlq commands must
-// agree on it: RabbitMQ refuses to redeclare a queue with other arguments.
-func rabbitmqConfig(cfg Config) rabbitmq.Config {
-	c := cfg.AMQP
-	c.MaxLength = cfg.QueueCapacity
-	return c
+// RabbitMQConfig is the RabbitMQ adapter's configuration: --queue-capacity
+// bounds the ready messages over all shards. The service and the dlq
+// commands must agree on it: RabbitMQ refuses to redeclare a queue with
+// other arguments.
+func (c Config) RabbitMQConfig() rabbitmq.Config {
+	rc := c.AMQP
+	rc.MaxLength = c.QueueCapacity
+	return rc
 }
 
-func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
-	c := rabbitmqConfig(env.Config)
-	c.Metrics = env.Metrics
+func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
+	c := deps.Config.RabbitMQConfig()
+	c.Metrics = deps.Metrics
 	b, err := rabbitmq.Open(ctx, c)
 	if err != nil {
-		return OpenQueue{}, nil, err
+		return OpenedQueue{}, nil, err
 	}
 	probe := app.Probe{Name: "rabbitmq", Check: func(ctx context.Context) error {
 		_, err := b.Depth(ctx)
@@ -295,21 +310,21 @@ func openRabbitMQ(ctx context.Context, env Env) (OpenQueue, func(), error) {
 	// One message in flight per confirm-mode channel; rides that arrive
 	// while all are busy share the next message and its confirm.
 	pc := app.PublishConfig{InFlight: c.PublishChannels, MaxRides: c.PublishBatch, Linger: c.PublishLinger}
-	return OpenQueue{Queue: b, Probe: probe, Publish: pc}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
+	return OpenedQueue{Queue: b, Probe: probe, Publish: pc}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
 }
 
-func openLRU(_ context.Context, env Env) (OpenCache, func(), error) {
-	c, err := lrucache.New(env.Config.CacheSize)
+func openLRU(_ context.Context, deps Deps) (OpenedCache, func(), error) {
+	c, err := lrucache.New(deps.Config.CacheSize)
 	if err != nil {
-		return OpenCache{}, nil, err
+		return OpenedCache{}, nil, err
 	}
-	return OpenCache{Cache: c}, func() {}, nil
+	return OpenedCache{Cache: c}, func() {}, nil
 }
 
-func openRedis(ctx context.Context, env Env) (OpenCache, func(), error) {
-	c, err := redis.New(ctx, env.Config.Redis)
+func openRedis(ctx context.Context, deps Deps) (OpenedCache, func(), error) {
+	c, err := redis.New(ctx, deps.Config.Redis)
 	if err != nil {
-		return OpenCache{}, nil, fmt.Errorf("--cache redis: %w", err)
+		return OpenedCache{}, nil, fmt.Errorf("--cache redis: %w", err)
 	}
-	return OpenCache{Cache: c, Probe: app.Probe{Name: "redis", Check: c.Ping}}, func() { _ = c.Close() }, nil
+	return OpenedCache{Cache: c, Probe: app.Probe{Name: "redis", Check: c.Ping}}, func() { _ = c.Close() }, nil
 }

@@ -27,28 +27,28 @@ type Service struct {
 	pprofAddr atomic.Pointer[string]
 }
 
-// injector builds the service for one environment and role (wire_gen.go).
-type injector func(context.Context, Config) (*Service, func(), error)
-
-// injectors: the local environment unless a profile names another, then
-// the role.
-var injectors = map[string]map[string]injector{
-	"":    {RoleAll: localAll, RoleAPI: localAPI, RoleConsumer: localConsumer},
-	"ec2": {RoleAll: ec2All, RoleAPI: ec2API, RoleConsumer: ec2Consumer},
+// injectors build the service for a role (wire_gen.go).
+var injectors = map[string]func(context.Context, Config, RegionSource) (*Service, func(), error){
+	RoleAll: buildAll, RoleAPI: buildAPI, RoleConsumer: buildConsumer,
 }
 
-// Build validates cfg and composes the service for its profile and role,
-// with the store, queue and cache it names. The cleanup closes what was
-// opened, in reverse order.
+// Build validates cfg and composes the service for its role, with the
+// store, queue and cache it names. On EC2 (--profile ec2) a region not
+// configured is the instance's. The cleanup closes what was opened, in
+// reverse order.
 func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	inject, ok := injectors[cfg.Profile][cfg.Role]
-	if !ok {
-		return nil, nil, fmt.Errorf("no injector for profile %q and role %q", cfg.Profile, cfg.Role)
+	region := configuredRegion(cfg)
+	if cfg.Profile == "ec2" {
+		region = regionOrInstance(cfg)
 	}
-	return inject(ctx, cfg)
+	inject, ok := injectors[cfg.Role]
+	if !ok {
+		return nil, nil, fmt.Errorf("no injector for role %q", cfg.Role)
+	}
+	return inject(ctx, cfg, region)
 }
 
 // Handler is the HTTP API.

@@ -8,61 +8,66 @@ package compose
 
 import (
 	"context"
-	"github.com/google/wire"
 	"github.com/skidata/skidata/adapters/prom"
 	"github.com/skidata/skidata/app"
 )
 
-// Injectors from inject_ec2.go:
+// Injectors from inject.go:
 
-func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
+func buildAll(ctx context.Context, cfg Config, region RegionSource) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
-	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
+	deps := Deps{
+		Config:  cfg,
+		Metrics: metrics,
+		Region:  region,
+	}
+	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {
 		return nil, nil, err
 	}
-	resortStore := resortsOf(stores)
-	appSeedDemo := seedDemo(cfg)
-	catalog, err := app.NewCatalog(ctx, resortStore, appSeedDemo, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	openQueue, cleanup2, err := provideQueue(ctx, env)
+	resortStore := openedStore.Resorts
+	catalogConfig := cfg.Catalog
+	catalog, err := app.NewCatalog(ctx, resortStore, catalogConfig, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	queue := queueOf(openQueue)
+	openedQueue, cleanup2, err := OpenQueue(ctx, deps)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	queue := openedQueue.Queue
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	queueStats := queueStatsOf(queue)
-	appAdmissionConfig := admissionConfig(cfg)
-	publishConfig := publishConfigOf(openQueue)
-	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
-	rideStore := ridesOf(stores)
-	openCache, cleanup4, err := provideCache(ctx, env)
+	admissionConfig := cfg.Admission
+	publishConfig := openedQueue.Publish
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queue, admissionConfig, publishConfig, metrics, logger)
+	rideStore := openedStore.Rides
+	openedCache, cleanup4, err := OpenCache(ctx, deps)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	cache := cacheOf(openCache)
-	appCacheTTL := cacheTTL(cfg)
-	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
+	cache := openedCache.Cache
+	queryConfig := cfg.Query
+	query := app.NewQuery(catalog, rideStore, cache, queryConfig, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
-	storeProbe := storeProbeOf(stores)
-	queueProbe := queueProbeOf(openQueue)
-	cacheProbe := cacheProbeOf(openCache)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
-	subscriber := subscriberOf(queue)
+	health := newHealth(openedStore, openedQueue, openedCache, queue, logger)
+	handler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
 	appPersisterConfig := persisterConfig(cfg)
-	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats, metrics)
+	persister := app.NewPersister(queue, rideStore, appPersisterConfig, cache, metrics, logger)
+	service := &Service{
+		cfg:       cfg,
+		log:       logger,
+		handler:   handler,
+		persister: persister,
+		sub:       queue,
+		stats:     queue,
+		metrics:   metrics,
+	}
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -71,51 +76,56 @@ func ec2All(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}, nil
 }
 
-func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
+func buildAPI(ctx context.Context, cfg Config, region RegionSource) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
-	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
+	deps := Deps{
+		Config:  cfg,
+		Metrics: metrics,
+		Region:  region,
+	}
+	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {
 		return nil, nil, err
 	}
-	resortStore := resortsOf(stores)
-	appSeedDemo := seedDemo(cfg)
-	catalog, err := app.NewCatalog(ctx, resortStore, appSeedDemo, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	openQueue, cleanup2, err := provideQueue(ctx, env)
+	resortStore := openedStore.Resorts
+	catalogConfig := cfg.Catalog
+	catalog, err := app.NewCatalog(ctx, resortStore, catalogConfig, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	queue := queueOf(openQueue)
+	openedQueue, cleanup2, err := OpenQueue(ctx, deps)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	queue := openedQueue.Queue
 	publisher := publisherOf(queue, cfg, metrics, logger)
-	queueStats := queueStatsOf(queue)
-	appAdmissionConfig := admissionConfig(cfg)
-	publishConfig := publishConfigOf(openQueue)
-	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
-	rideStore := ridesOf(stores)
-	openCache, cleanup4, err := provideCache(ctx, env)
+	admissionConfig := cfg.Admission
+	publishConfig := openedQueue.Publish
+	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queue, admissionConfig, publishConfig, metrics, logger)
+	rideStore := openedStore.Rides
+	openedCache, cleanup4, err := OpenCache(ctx, deps)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	cache := cacheOf(openCache)
-	appCacheTTL := cacheTTL(cfg)
-	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
+	cache := openedCache.Cache
+	queryConfig := cfg.Query
+	query := app.NewQuery(catalog, rideStore, cache, queryConfig, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
-	storeProbe := storeProbeOf(stores)
-	queueProbe := queueProbeOf(openQueue)
-	cacheProbe := cacheProbeOf(openCache)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
-	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
+	health := newHealth(openedStore, openedQueue, openedCache, queue, logger)
+	handler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
+	service := &Service{
+		cfg:     cfg,
+		log:     logger,
+		handler: handler,
+		stats:   queue,
+		metrics: metrics,
+	}
 	return service, func() {
 		cleanup4()
 		cleanup3()
@@ -124,203 +134,49 @@ func ec2API(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}, nil
 }
 
-func ec2Consumer(ctx context.Context, cfg Config) (*Service, func(), error) {
+func buildConsumer(ctx context.Context, cfg Config, region RegionSource) (*Service, func(), error) {
 	logger := NewLogger(cfg)
 	metrics := prom.New()
-	regionSource := regionOrInstance(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
+	deps := Deps{
+		Config:  cfg,
+		Metrics: metrics,
+		Region:  region,
+	}
+	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {
 		return nil, nil, err
 	}
-	storeProbe := storeProbeOf(stores)
-	openQueue, cleanup2, err := provideQueue(ctx, env)
+	openedQueue, cleanup2, err := OpenQueue(ctx, deps)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	queueProbe := queueProbeOf(openQueue)
-	openCache, cleanup3, err := provideCache(ctx, env)
+	openedCache, cleanup3, err := OpenCache(ctx, deps)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	cacheProbe := cacheProbeOf(openCache)
-	queue := queueOf(openQueue)
-	queueStats := queueStatsOf(queue)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
+	queue := openedQueue.Queue
+	health := newHealth(openedStore, openedQueue, openedCache, queue, logger)
 	endpointStats := app.NewEndpointStats(metrics)
-	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
-	subscriber := subscriberOf(queue)
-	rideStore := ridesOf(stores)
+	handler := newOpsHandler(health, endpointStats, metrics, logger)
+	rideStore := openedStore.Rides
 	appPersisterConfig := persisterConfig(cfg)
-	cache := cacheOf(openCache)
-	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
+	cache := openedCache.Cache
+	persister := app.NewPersister(queue, rideStore, appPersisterConfig, cache, metrics, logger)
+	service := &Service{
+		cfg:       cfg,
+		log:       logger,
+		handler:   handler,
+		persister: persister,
+		sub:       queue,
+		stats:     queue,
+		metrics:   metrics,
+	}
 	return service, func() {
 		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
 }
-
-// Injectors from inject_local.go:
-
-func localAll(ctx context.Context, cfg Config) (*Service, func(), error) {
-	logger := NewLogger(cfg)
-	metrics := prom.New()
-	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	resortStore := resortsOf(stores)
-	appSeedDemo := seedDemo(cfg)
-	catalog, err := app.NewCatalog(ctx, resortStore, appSeedDemo, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	openQueue, cleanup2, err := provideQueue(ctx, env)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	queue := queueOf(openQueue)
-	publisher := publisherOf(queue, cfg, metrics, logger)
-	queueStats := queueStatsOf(queue)
-	appAdmissionConfig := admissionConfig(cfg)
-	publishConfig := publishConfigOf(openQueue)
-	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
-	rideStore := ridesOf(stores)
-	openCache, cleanup4, err := provideCache(ctx, env)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	cache := cacheOf(openCache)
-	appCacheTTL := cacheTTL(cfg)
-	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
-	endpointStats := app.NewEndpointStats(metrics)
-	storeProbe := storeProbeOf(stores)
-	queueProbe := queueProbeOf(openQueue)
-	cacheProbe := cacheProbeOf(openCache)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
-	subscriber := subscriberOf(queue)
-	appPersisterConfig := persisterConfig(cfg)
-	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newAllService(cfg, logger, composeApiHandler, persister, subscriber, queueStats, metrics)
-	return service, func() {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-	}, nil
-}
-
-func localAPI(ctx context.Context, cfg Config) (*Service, func(), error) {
-	logger := NewLogger(cfg)
-	metrics := prom.New()
-	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	resortStore := resortsOf(stores)
-	appSeedDemo := seedDemo(cfg)
-	catalog, err := app.NewCatalog(ctx, resortStore, appSeedDemo, logger)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	openQueue, cleanup2, err := provideQueue(ctx, env)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	queue := queueOf(openQueue)
-	publisher := publisherOf(queue, cfg, metrics, logger)
-	queueStats := queueStatsOf(queue)
-	appAdmissionConfig := admissionConfig(cfg)
-	publishConfig := publishConfigOf(openQueue)
-	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queueStats, appAdmissionConfig, publishConfig, metrics, logger)
-	rideStore := ridesOf(stores)
-	openCache, cleanup4, err := provideCache(ctx, env)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	cache := cacheOf(openCache)
-	appCacheTTL := cacheTTL(cfg)
-	query := app.NewQuery(catalog, rideStore, cache, appCacheTTL, metrics, logger)
-	endpointStats := app.NewEndpointStats(metrics)
-	storeProbe := storeProbeOf(stores)
-	queueProbe := queueProbeOf(openQueue)
-	cacheProbe := cacheProbeOf(openCache)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	composeApiHandler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
-	service := newAPIService(cfg, logger, composeApiHandler, queueStats, metrics)
-	return service, func() {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-	}, nil
-}
-
-func localConsumer(ctx context.Context, cfg Config) (*Service, func(), error) {
-	logger := NewLogger(cfg)
-	metrics := prom.New()
-	regionSource := configuredRegion(cfg)
-	env := newEnv(cfg, metrics, regionSource)
-	stores, cleanup, err := provideStores(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	storeProbe := storeProbeOf(stores)
-	openQueue, cleanup2, err := provideQueue(ctx, env)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	queueProbe := queueProbeOf(openQueue)
-	openCache, cleanup3, err := provideCache(ctx, env)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	cacheProbe := cacheProbeOf(openCache)
-	queue := queueOf(openQueue)
-	queueStats := queueStatsOf(queue)
-	health := app.NewHealth(storeProbe, queueProbe, cacheProbe, queueStats, logger)
-	endpointStats := app.NewEndpointStats(metrics)
-	composeOpsHandler := newOpsHandler(health, endpointStats, metrics, logger)
-	subscriber := subscriberOf(queue)
-	rideStore := ridesOf(stores)
-	appPersisterConfig := persisterConfig(cfg)
-	cache := cacheOf(openCache)
-	persister := app.NewPersister(subscriber, rideStore, appPersisterConfig, cache, metrics, logger)
-	service := newConsumerService(cfg, logger, composeOpsHandler, persister, subscriber, queueStats, metrics)
-	return service, func() {
-		cleanup3()
-		cleanup2()
-		cleanup()
-	}, nil
-}
-
-// inject_ec2.go:
-
-var ec2Set = wire.NewSet(regionOrInstance)
-
-// inject_local.go:
-
-var localSet = wire.NewSet(configuredRegion)

@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	default:
 		line := fmt.Sprintf("skiapi: unknown command %q", cmd)
-		if close := compose.Closest(cmd, commands); close != "" {
+		if close := closest(cmd, commands); close != "" {
 			line += fmt.Sprintf("; did you mean %q?", close)
 		}
 		fmt.Fprintln(stderr, line+" (skiapi help lists the commands)")
@@ -95,7 +95,7 @@ func parseError(fs *flag.FlagSet, args []string, err error, stderr io.Writer) in
 		usage(stderr, newFlagSet(stderr))
 		return 0
 	}
-	fmt.Fprintln(stderr, "skiapi:", compose.UsageLine(fs, args, err))
+	fmt.Fprintln(stderr, "skiapi:", usageLine(fs, args, err))
 	return 2
 }
 
@@ -173,7 +173,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer stop()
 	svc, cleanup, err := compose.Build(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "skiapi: start:", err)
+		fmt.Fprintln(stderr, "skiapi: start:", withHint(err))
 		return 1
 	}
 	defer cleanup()
@@ -186,14 +186,14 @@ func serve(args []string, stderr io.Writer) int {
 
 func migrate(args []string, stdout, stderr io.Writer) int {
 	return oneShot("migrate", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		v, err := compose.MigratePostgres(ctx, cfg)
+		v, err := migratePostgres(ctx, cfg)
 		return fmt.Sprintf("schema at version %d", v), err
 	})
 }
 
 func seed(args []string, stdout, stderr io.Writer) int {
 	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		n, err := compose.SeedPostgres(ctx, cfg)
+		n, err := seedPostgres(ctx, cfg)
 		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
 	})
 }
@@ -215,8 +215,8 @@ func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, 
 	defer stop()
 	msg, err := do(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "skiapi: %s: %v\n", name, err)
-		if errors.Is(err, compose.ErrUsage) {
+		fmt.Fprintf(stderr, "skiapi: %s: %s\n", name, withHint(err))
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		return 1
@@ -244,9 +244,9 @@ func tables(args []string, stdout, stderr io.Writer) int {
 	}
 	return oneShot("tables "+sub, args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
 		if sub == "describe" {
-			return compose.DescribeDynamoTables(ctx, cfg)
+			return describeDynamoTables(ctx, cfg)
 		}
-		if err := compose.CreateDynamoTables(ctx, cfg); err != nil {
+		if err := createDynamoTables(ctx, cfg); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("tables of %s (prefix %q) are active", cfg.Store, cfg.Dynamo.TablePrefix), nil
@@ -260,7 +260,7 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 	}
 	if sub == "replay" {
 		return oneShot("dlq replay", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-			n, err := compose.ReplayDeadLetters(ctx, cfg)
+			n, err := replayDeadLetters(ctx, cfg)
 			return fmt.Sprintf("%d dead-lettered rides moved back to the ride queues", n), err
 		})
 	}
@@ -268,9 +268,9 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 	extra := func(fs *flag.FlagSet) { fs.IntVar(&limit, "limit", limit, "most dead letters to show") }
 	return oneShotWith("dlq list", args, extra, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
 		if limit < 1 {
-			return "", fmt.Errorf("--limit must be at least 1, got %d: %w", limit, compose.ErrUsage)
+			return "", fmt.Errorf("--limit must be at least 1, got %d: %w", limit, errUsage)
 		}
-		dls, err := compose.ListDeadLetters(ctx, cfg, limit)
+		dls, err := listDeadLetters(ctx, cfg, limit)
 		if err != nil {
 			return "", err
 		}

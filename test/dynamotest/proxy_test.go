@@ -56,10 +56,9 @@ func newTable(t *testing.T, c *dynamodb.Client) string {
 // noRetry makes the SDK hand every error back at once.
 func noRetry(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
 
-func n(v int) types.AttributeValue        { return &types.AttributeValueMemberN{Value: strconv.Itoa(v)} }
-func s(v string) types.AttributeValue     { return &types.AttributeValueMemberS{Value: v} }
-func b(v []byte) types.AttributeValue     { return &types.AttributeValueMemberB{Value: v} }
-func ss(v ...string) types.AttributeValue { return &types.AttributeValueMemberSS{Value: v} }
+func n(v int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(v)} }
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func b(v []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: v} }
 
 // wantRefused fails unless err is AWS's error code with a message
 // containing want.
@@ -243,7 +242,6 @@ func TestMissingExpressionAttributeNameAndValueAreRefused(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)},
 	})
 	wantRefused(t, err, "ValidationException", "Invalid UpdateExpression: An expression attribute value used in expression is not defined; attribute value: :set")
-	_ = ss
 }
 
 // With a partition allowed almost nothing, the second write to one

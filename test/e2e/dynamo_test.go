@@ -27,10 +27,7 @@ func TestDynamoInprocEndToEnd(t *testing.T) {
 			cfg.Dynamo.Region = dynamotest.Region
 			cfg.Dynamo.Endpoint = endpoint
 			cfg.Dynamo.TablePrefix = dynamotest.Prefix(t)
-			// As `skiapi tables create` does, through the default credential chain.
-			if err := compose.CreateDynamoTables(dynamotest.Context(t), cfg); err != nil {
-				t.Fatalf("CreateDynamoTables: %v", err)
-			}
+			createTables(t, cfg)
 			apitest.Run(t, apitest.Start(t, cfg))
 		})
 	}
@@ -53,9 +50,7 @@ func TestDynamoThrottlesShowInMetrics(t *testing.T) {
 	cfg.Dynamo.Region = dynamotest.Region
 	cfg.Dynamo.Endpoint = px.URL
 	cfg.Dynamo.TablePrefix = dynamotest.Prefix(t)
-	if err := compose.CreateDynamoTables(dynamotest.Context(t), cfg); err != nil {
-		t.Fatalf("CreateDynamoTables: %v", err)
-	}
+	createTables(t, cfg)
 	base := apitest.Start(t, cfg)
 	const skiers = 150
 	for skier := 1; skier <= skiers; skier++ {
@@ -80,5 +75,19 @@ func TestDynamoThrottlesShowInMetrics(t *testing.T) {
 	}
 	if got := metricSum(metrics, "skidata_store_capacity_units_total", `kind="write"`, `op="AddRides"`); got < skiers {
 		t.Errorf("/metrics shows %v write units for AddRides; want at least %d", got, skiers)
+	}
+}
+
+// createTables creates the tables of the store cfg names, as `skiapi tables
+// create` does: through the default credential chain.
+func createTables(t *testing.T, cfg compose.Config) {
+	t.Helper()
+	dc := cfg.DynamoConfig()
+	client, err := dynamo.NewClient(dynamotest.Context(t), dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamo.CreateTables(dynamotest.Context(t), client, dc.TablePrefix, dc.Model); err != nil {
+		t.Fatalf("create the tables of %s: %v", cfg.Store, err)
 	}
 }

@@ -60,11 +60,11 @@ func largeTotalsHandler(t *testing.T) (http.Handler, int64) {
 	if err := store.AddRides(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := app.NewCatalog(ctx, memory.NewResortStore(), true, log)
+	catalog, err := app.NewCatalog(ctx, memory.NewResortStore(), app.CatalogConfig{SeedDemo: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := app.NewQuery(catalog, store, nil, 0, ports.NopMetrics{}, log)
+	q := app.NewQuery(catalog, store, nil, app.QueryConfig{}, ports.NopMetrics{}, log)
 	q10 := inproc.New(10)
 	in, stop := app.NewIngest(ctx, catalog, q10, q10, app.AdmissionConfig{}, app.PublishConfig{}, ports.NopMetrics{}, log)
 	t.Cleanup(stop)

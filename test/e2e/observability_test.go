@@ -222,7 +222,7 @@ func cachedGetAfterDrain(t *testing.T, cfg compose.Config) {
 func TestCachedGetAfterDrainIsFreshWithMemoryCache(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Cache = "memory"
-	cfg.CacheTTL = time.Hour // only invalidation can make the answer fresh
+	cfg.Query.CacheTTL = time.Hour // only invalidation can make the answer fresh
 	cachedGetAfterDrain(t, cfg)
 }
 
@@ -231,7 +231,7 @@ var redisPrefixSeq int
 func TestCachedGetAfterDrainIsFreshWithRedisCache(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Cache = "redis"
-	cfg.CacheTTL = time.Hour
+	cfg.Query.CacheTTL = time.Hour
 	redisPrefixSeq++
 	cfg.Redis.Prefix = fmt.Sprintf("skitest-e2e:%d:%d:", time.Now().UnixNano(), redisPrefixSeq)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

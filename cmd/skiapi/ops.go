@@ -1,4 +1,4 @@
-package compose
+package main
 
 import (
 	"context"
@@ -12,27 +12,27 @@ import (
 	"github.com/skidata/skidata/adapters/postgres"
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app"
-	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/app/compose"
 )
 
-// ErrUsage marks an error in how a one-shot command was asked for (a flag
+// errUsage marks an error in how a one-shot command was asked for (a flag
 // that does not fit it), as opposed to a failure while doing it; skiapi
 // exits 2 for the first and 1 for the second.
-var ErrUsage = errors.New("usage")
+var errUsage = errors.New("usage")
 
-// usage marks err as a usage error without changing its message.
-func usage(err error) error { return usageError{err} }
+// usageErr marks err as a usage error without changing its message.
+func usageErr(err error) error { return usageError{err} }
 
 type usageError struct{ err error }
 
 func (u usageError) Error() string   { return u.err.Error() }
-func (u usageError) Unwrap() []error { return []error{ErrUsage, u.err} }
+func (u usageError) Unwrap() []error { return []error{errUsage, u.err} }
 
-// CreateDynamoTables creates the tables and the index the configured
+// createDynamoTables creates the tables and the index the configured
 // DynamoDB store needs (`skiapi tables create`): on-demand billing, and it
 // returns once they are active. Tables that exist are left as they are, so
 // running it again is harmless.
-func CreateDynamoTables(ctx context.Context, cfg Config) error {
+func createDynamoTables(ctx context.Context, cfg compose.Config) error {
 	client, dc, err := dynamoForCommand(ctx, cfg)
 	if err != nil {
 		return err
@@ -40,10 +40,10 @@ func CreateDynamoTables(ctx context.Context, cfg Config) error {
 	return dynamo.CreateTables(ctx, client, dc.TablePrefix, dc.Model)
 }
 
-// DescribeDynamoTables returns what DynamoDB reports about the configured
+// describeDynamoTables returns what DynamoDB reports about the configured
 // store's tables (`skiapi tables describe`): status, keys, indexes, billing
 // and its (approximate, six-hourly) item counts.
-func DescribeDynamoTables(ctx context.Context, cfg Config) (string, error) {
+func describeDynamoTables(ctx context.Context, cfg compose.Config) (string, error) {
 	client, dc, err := dynamoForCommand(ctx, cfg)
 	if err != nil {
 		return "", err
@@ -53,23 +53,23 @@ func DescribeDynamoTables(ctx context.Context, cfg Config) (string, error) {
 
 // dynamoForCommand is the client a one-shot command uses; the tables only
 // mean something for a DynamoDB store, and which tables depends on its model.
-func dynamoForCommand(ctx context.Context, cfg Config) (*dynamodb.Client, dynamo.Config, error) {
+func dynamoForCommand(ctx context.Context, cfg compose.Config) (*dynamodb.Client, dynamo.Config, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, dynamo.Config{}, usage(err)
+		return nil, dynamo.Config{}, usageErr(err)
 	}
-	if !strings.HasPrefix(cfg.Store, dynamoStorePrefix) {
-		return nil, dynamo.Config{}, usage(fmt.Errorf("--store %s has no DynamoDB tables; use one of --store %s%s", cfg.Store, dynamoStorePrefix, strings.Join(dynamo.Models, "|"+dynamoStorePrefix)))
+	if !strings.HasPrefix(cfg.Store, compose.DynamoStorePrefix) {
+		return nil, dynamo.Config{}, usageErr(fmt.Errorf("--store %s has no DynamoDB tables; use one of --store %s%s", cfg.Store, compose.DynamoStorePrefix, strings.Join(dynamo.Models, "|"+compose.DynamoStorePrefix)))
 	}
-	dc := dynamoConfig(cfg)
+	dc := cfg.DynamoConfig()
 	client, err := dynamo.NewClient(ctx, dc)
 	return client, dc, err
 }
 
-// MigratePostgres applies the pending migrations to the database cfg names
+// migratePostgres applies the pending migrations to the database cfg names
 // and returns the schema version reached (`skiapi migrate`). Opening the
 // database migrates it; the version is read back so the answer is what the
 // database holds, not what this binary hoped to apply.
-func MigratePostgres(ctx context.Context, cfg Config) (int, error) {
+func migratePostgres(ctx context.Context, cfg compose.Config) (int, error) {
 	db, err := openForCommand(ctx, cfg)
 	if err != nil {
 		return 0, err
@@ -78,10 +78,10 @@ func MigratePostgres(ctx context.Context, cfg Config) (int, error) {
 	return db.SchemaVersion(ctx)
 }
 
-// SeedPostgres loads the demo resorts into the database cfg names (`skiapi
+// seedPostgres loads the demo resorts into the database cfg names (`skiapi
 // seed`); resorts already there keep their seasons. It returns how many
 // resorts the store holds afterwards.
-func SeedPostgres(ctx context.Context, cfg Config) (int, error) {
+func seedPostgres(ctx context.Context, cfg compose.Config) (int, error) {
 	db, err := openForCommand(ctx, cfg)
 	if err != nil {
 		return 0, err
@@ -99,7 +99,7 @@ func SeedPostgres(ctx context.Context, cfg Config) (int, error) {
 
 // openForCommand opens (and so migrates) the database for a one-shot
 // command; migrate and seed only mean something for a database.
-func openForCommand(ctx context.Context, cfg Config) (*postgres.DB, error) {
+func openForCommand(ctx context.Context, cfg compose.Config) (*postgres.DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,36 +109,21 @@ func openForCommand(ctx context.Context, cfg Config) (*postgres.DB, error) {
 	return postgres.Open(ctx, cfg.Postgres)
 }
 
-// DeadLetter is a ride RabbitMQ gave up delivering (`skiapi dlq list`).
-type DeadLetter struct {
-	MessageID string
-	// Ride is zero when the body could not be decoded; BodyErr says why.
-	Ride    domain.LiftRide
-	BodyErr string
-	// Reason (rejected, delivery_limit, ...), the queue it died in, and how
-	// many times it died there, from the broker's x-death header.
-	Reason string
-	Queue  string
-	Count  int64
-}
-
-// ListDeadLetters returns up to limit rides from the dead-letter queue
+// listDeadLetters returns up to limit rides from the dead-letter queue
 // without removing them.
-func ListDeadLetters(ctx context.Context, cfg Config, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
+func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]rabbitmq.DeadLetter, error) {
+	var out []rabbitmq.DeadLetter
 	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
-		dls, err := b.DLQList(ctx, limit)
-		for _, d := range dls {
-			out = append(out, DeadLetter{MessageID: d.MessageID, Ride: d.Ride, BodyErr: d.BodyErr, Reason: d.Reason, Queue: d.Queue, Count: d.Count})
-		}
+		var err error
+		out, err = b.DLQList(ctx, limit)
 		return err
 	})
 	return out, err
 }
 
-// ReplayDeadLetters moves every readable dead letter back to its ride queue
+// replayDeadLetters moves every readable dead letter back to its ride queue
 // and returns how many it moved; unreadable ones stay.
-func ReplayDeadLetters(ctx context.Context, cfg Config) (int, error) {
+func replayDeadLetters(ctx context.Context, cfg compose.Config) (int, error) {
 	var n int
 	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
 		var err error
@@ -150,14 +135,14 @@ func ReplayDeadLetters(ctx context.Context, cfg Config) (int, error) {
 
 // withBroker connects for a one-shot dlq command; there is a dead-letter
 // queue only with --queue rabbitmq.
-func withBroker(ctx context.Context, cfg Config, do func(*rabbitmq.Broker) error) error {
+func withBroker(ctx context.Context, cfg compose.Config, do func(*rabbitmq.Broker) error) error {
 	if err := cfg.Validate(); err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	if cfg.Queue != "rabbitmq" {
-		return usage(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
+		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
 	}
-	b, err := rabbitmq.Open(ctx, rabbitmqConfig(cfg))
+	b, err := rabbitmq.Open(ctx, cfg.RabbitMQConfig())
 	if err != nil {
 		return err
 	}

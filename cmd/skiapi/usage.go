@@ -1,4 +1,4 @@
-package compose
+package main
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agnivade/levenshtein"
+
+	"github.com/skidata/skidata/app/compose"
 )
 
 // The errors flag.FlagSet.Parse returns, which name a flag in single-dash
@@ -27,11 +29,11 @@ var flagAliases = map[string]string{
 	"amqp": "amqp-url", "rabbitmq-url": "amqp-url", "redis": "redis-url", "region": "dynamo-region",
 }
 
-// UsageLine turns an error from parsing flags (fs, given args) into one
+// usageLine turns an error from parsing flags (fs, given args) into one
 // line that names the flag as it is typed (--flag), the value, and a fix
 // where one is close: a flag spelled nearly right, the flag a common alias
 // means, a duration missing its unit.
-func UsageLine(fs *flag.FlagSet, args []string, err error) string {
+func usageLine(fs *flag.FlagSet, args []string, err error) string {
 	msg := err.Error()
 	if m := flagUndefined.FindStringSubmatch(msg); m != nil {
 		name := m[1]
@@ -43,7 +45,7 @@ func UsageLine(fs *flag.FlagSet, args []string, err error) string {
 			}
 			return line + fmt.Sprintf("; did you mean --%s %s? (skiapi --help lists the flags)", alias, value)
 		}
-		if close := Closest(name, flagNames(fs)); close != "" {
+		if close := closest(name, flagNames(fs)); close != "" {
 			return line + fmt.Sprintf("; did you mean --%s? (skiapi --help lists the flags)", close)
 		}
 		return line + " (skiapi --help lists the flags)"
@@ -60,7 +62,7 @@ func UsageLine(fs *flag.FlagSet, args []string, err error) string {
 		}
 		return fmt.Sprintf("--%s needs a value%s", name, hint)
 	}
-	return msg
+	return withHint(err)
 }
 
 // badValueHint says what kind of value the flag takes, from its default.
@@ -109,9 +111,9 @@ func flagNames(fs *flag.FlagSet) []string {
 	return names
 }
 
-// Closest is the candidate nearest to s, if it is close enough to be what
+// closest is the candidate nearest to s, if it is close enough to be what
 // was meant (at most a third of its letters wrong), else "".
-func Closest(s string, candidates []string) string {
+func closest(s string, candidates []string) string {
 	best, bestDist := "", len(s)/3+1
 	for _, c := range candidates {
 		if d := levenshtein.ComputeDistance(s, c); d < bestDist {
@@ -121,14 +123,17 @@ func Closest(s string, candidates []string) string {
 	return best
 }
 
-// oneOf is the error for a value that is not in allowed, with the closest
-// allowed value suggested.
-func oneOf(name, value string, allowed []string) error {
-	msg := fmt.Sprintf("--%s %q is not one of %s", name, value, strings.Join(allowed, ", "))
-	if close := Closest(value, slices.DeleteFunc(slices.Clone(allowed), func(s string) bool { return s == "" })); close != "" {
-		msg += fmt.Sprintf("; did you mean %q?", close)
+// withHint is err's message, with the value meant suggested when err is a
+// choice the configuration does not offer and a choice is close.
+func withHint(err error) string {
+	var ce *compose.ChoiceError
+	if !errors.As(err, &ce) {
+		return err.Error()
 	}
-	return errors.New(msg)
+	if close := closest(ce.Value, slices.DeleteFunc(slices.Clone(ce.Allowed), func(s string) bool { return s == "" })); close != "" {
+		return fmt.Sprintf("%s; did you mean %q?", err, close)
+	}
+	return err.Error()
 }
 
 func isDigits(s string) bool {

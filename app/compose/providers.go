@@ -1,0 +1,115 @@
+package compose
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/google/wire"
+
+	"github.com/skidata/skidata/adapters/breaker"
+	"github.com/skidata/skidata/adapters/httpapi"
+	"github.com/skidata/skidata/adapters/prom"
+	"github.com/skidata/skidata/app"
+	"github.com/skidata/skidata/ports"
+)
+
+// The provider sets the injectors (inject.go) are built from. The store,
+// the queue and the cache are opened through the registry (registry.go),
+// which picks the adapter the configuration names at run time; wire then
+// takes the ports out of what was opened.
+
+// commonSet: logs, metrics, the store, the queue, the cache and readiness.
+var commonSet = wire.NewSet(
+	NewLogger,
+	prom.New, wire.Bind(new(ports.Metrics), new(*prom.Metrics)),
+	wire.Struct(new(Deps), "*"),
+	OpenStore, wire.FieldsOf(new(OpenedStore), "Rides", "Resorts"),
+	OpenQueue, wire.FieldsOf(new(OpenedQueue), "Queue"),
+	wire.Bind(new(ports.Subscriber), new(Queue)), wire.Bind(new(ports.QueueStats), new(Queue)),
+	OpenCache, wire.FieldsOf(new(OpenedCache), "Cache"),
+	newHealth,
+	app.NewEndpointStats,
+)
+
+// apiSet takes rides and answers queries: ingest behind admission control
+// and the circuit breaker, queries through the cache, the whole HTTP API.
+var apiSet = wire.NewSet(
+	wire.FieldsOf(new(Config), "Catalog", "Admission", "Query"),
+	app.NewCatalog,
+	publisherOf, wire.FieldsOf(new(OpenedQueue), "Publish"), app.NewIngest,
+	app.NewQuery,
+	newAPIHandler,
+)
+
+// consumerSet persists: the subscriber's deliveries, in batches, to the
+// store, invalidating the cache entries each batch changes.
+var consumerSet = wire.NewSet(persisterConfig, app.NewPersister)
+
+// newHealth is readiness over what was opened: the store and the queue are
+// required, the cache optional (queries fall back to the store).
+func newHealth(s OpenedStore, q OpenedQueue, c OpenedCache, stats ports.QueueStats, log *slog.Logger) *app.Health {
+	return app.NewHealth(stats, log, []app.Probe{s.Probe, q.Probe}, c.Probe)
+}
+
+// persisterConfig is --batch-* and --persist-writers; with an in-process
+// queue whose publishers wait for the store, batches go without lingering.
+func persisterConfig(cfg Config) app.PersisterConfig {
+	pc := cfg.Persister
+	if inprocWaitsForStore(cfg) {
+		pc.Linger = 0
+	}
+	return pc
+}
+
+// publisherOf puts the circuit breaker in front of the queue.
+func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
+	bc := cfg.Breaker
+	bc.OnStateChange = func(from, to string) {
+		m.BreakerState(to)
+		log.Warn("publish circuit breaker changed state", "from", from, "to", to)
+	}
+	return breaker.New(q, bc)
+}
+
+// newAPIHandler is the whole HTTP API; newOpsHandler is a consumer's
+// health, readiness and metrics. Both serve /metrics beside the generated
+// routes (it is not part of openapi.yaml, and not counted in /statistics).
+func newAPIHandler(in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
+	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h}, log), pm)
+}
+
+func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *slog.Logger) http.Handler {
+	return withMetricsEndpoint(httpapi.NewOpsHandler(h, st, log), pm)
+}
+
+// withMetricsEndpoint routes GET /metrics by hand rather than with a
+// ServeMux: a mux in front would redirect non-canonical paths ("/./x") with
+// a plain-text 3xx before the API's router could answer them in JSON.
+func withMetricsEndpoint(api http.Handler, pm *prom.Metrics) http.Handler {
+	metrics := pm.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// configuredRegion is the local environment's region: the flag's, or the
+// AWS SDK's default chain (AWS_REGION) when it is empty.
+func configuredRegion(cfg Config) RegionSource {
+	return func(context.Context) (string, error) { return cfg.Dynamo.Region, nil }
+}
+
+// regionOrInstance is the ec2 environment's: the flag's, else the region
+// the instance runs in, from the metadata service.
+func regionOrInstance(cfg Config) RegionSource {
+	return func(ctx context.Context) (string, error) {
+		if cfg.Dynamo.Region != "" {
+			return cfg.Dynamo.Region, nil
+		}
+		return instanceRegion(ctx)
+	}
+}
