@@ -117,3 +117,20 @@ func TestAdaptersDoNotImportEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A shipped binary carries no test package: what skibench needs from the
+// DynamoDB simulation lives in adapters/dynamo/dynamosim, which the tests
+// use too.
+func TestShippedBinariesImportNoTestPackage(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/...: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module+"/test/") || p == module+"/test" {
+			t.Errorf("a binary under cmd/ depends on %s, a test package", p)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -198,12 +199,12 @@ func TestAbandonedConditionKeepsRedeliveredRideOnce(t *testing.T) {
 // limit after a few dozen rides instead of ~12,800.
 func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	t.Parallel()
-	srv, err := dynamotest.Start("--maxItemSizeKb", "1")
+	srv, err := dynamosim.Start("--maxItemSizeKb", "1")
 	if err != nil {
 		t.Fatalf("no DynamoDB test server: %v", err)
 	}
 	t.Cleanup(srv.Stop)
-	client := dynamotest.ClientFor(srv.Endpoint)
+	client := dynamosim.ClientFor(srv.Endpoint)
 	cfg := newTables(t, client, dynamo.ModelAbandoned)
 	cfg.WriteConcurrency = 1
 	s, err := dynamo.NewRideStore(client, cfg)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -12,10 +13,10 @@ import (
 // of 100 as the persister writes them) through an accounting proxy and
 // returns the largest share of the write units that one partition key
 // value of a table or index took.
-func hottestShare(t *testing.T, model string) (float64, dynamotest.PartitionUsage) {
+func hottestShare(t *testing.T, model string) (float64, dynamosim.PartitionUsage) {
 	t.Helper()
-	px := dynamotest.NewProxy(t, dynamotest.Options{})
-	client := dynamotest.ClientFor(px.URL)
+	px := dynamotest.NewProxy(t, dynamosim.Options{})
+	client := dynamosim.ClientFor(px.URL)
 	cfg := newTables(t, client, model)
 	s, err := dynamo.NewRideStore(client, cfg)
 	if err != nil {

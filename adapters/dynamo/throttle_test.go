@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -70,8 +71,8 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 	for _, model := range dynamo.Models {
 		t.Run(model, func(t *testing.T) {
 			t.Parallel()
-			px := dynamotest.NewProxy(t, dynamotest.Options{Throughput: true, WriteUnits: units[model]})
-			client := dynamotest.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+			px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: units[model]})
+			client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 			cfg := newTables(t, client, model)
 			m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
 			cfg.Metrics, cfg.NewBackOff = m, quickBackOff

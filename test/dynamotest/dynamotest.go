@@ -11,22 +11,14 @@ package dynamotest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 )
 
 // EnvEndpoint names an already running DynamoDB-compatible server to use
@@ -34,9 +26,7 @@ import (
 const EnvEndpoint = "SKIDATA_TEST_DYNAMODB_ENDPOINT"
 
 // Region is the region the tests' clients sign for.
-const Region = "us-west-2"
-
-const installHint = "run `npm ci --prefix test/dynamodb` from the repository root"
+const Region = dynamosim.Region
 
 var (
 	endpoint string // the strictness proxy every test client goes through
@@ -50,7 +40,7 @@ var (
 //	func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 func Main(m *testing.M, args ...string) int {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		px, err := StartProxy(ep, Options{})
+		px, err := dynamosim.StartProxy(ep, dynamosim.Options{})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 			return 1
@@ -59,7 +49,7 @@ func Main(m *testing.M, args ...string) int {
 		endpoint, upstream = px.URL, ep
 		return m.Run()
 	}
-	srv, err := Start(args...)
+	srv, err := dynamosim.Start(args...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: no DynamoDB test server: %v\n", err)
 		return 1
@@ -67,126 +57,6 @@ func Main(m *testing.M, args ...string) int {
 	defer srv.Stop()
 	endpoint, upstream = srv.Endpoint, srv.Upstream
 	return m.Run()
-}
-
-// Server is a running dynalite behind a strictness proxy.
-type Server struct {
-	// Endpoint is the strictness proxy's URL: what clients use, so that
-	// dynalite is held to what AWS accepts (proxy.go).
-	Endpoint string
-	// Upstream is dynalite's own URL, for another Proxy in front of it
-	// (with other Options) or a test of dynalite itself.
-	Upstream string
-	// Proxy is the strictness proxy at Endpoint.
-	Proxy *Proxy
-	cmd   *exec.Cmd
-	done  chan struct{}
-}
-
-// Start runs dynalite on a free loopback port with the extra command-line
-// args (e.g. "--maxItemSizeKb", "4") and waits until it answers.
-func Start(args ...string) (*Server, error) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return nil, fmt.Errorf("node (Node.js) is not installed, and dynalite needs it: install nodejs, then %s", installHint)
-	}
-	root, err := repoRoot()
-	if err != nil {
-		return nil, err
-	}
-	cli := filepath.Join(root, "test", "dynamodb", "node_modules", "dynalite", "cli.js")
-	if _, err := os.Stat(cli); err != nil {
-		return nil, fmt.Errorf("dynalite is not installed (%s missing): %s", cli, installHint)
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	argv := append([]string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, args...)
-	cmd := exec.Command(node, argv...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start dynalite: %w", err)
-	}
-	s := &Server{Upstream: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
-	var exitErr atomic.Value
-	go func() {
-		if err := cmd.Wait(); err != nil {
-			exitErr.Store(err)
-		}
-		close(s.done)
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("dynalite exited before answering (%v): %s", exitErr.Load(), stderr.String())
-		default:
-		}
-		if answers(s.Upstream) {
-			px, err := StartProxy(s.Upstream, Options{})
-			if err != nil {
-				s.Stop()
-				return nil, err
-			}
-			s.Proxy, s.Endpoint = px, px.URL
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("dynalite did not answer on %s within 30s: %s", s.Upstream, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Stop ends the server and waits for it to exit.
-func (s *Server) Stop() {
-	if s.Proxy != nil {
-		s.Proxy.Close()
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-// answers reports whether anything speaks HTTP at the endpoint (dynalite
-// answers an unsigned request with an error, which is enough).
-func answers(url string) bool {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run the tests inside the repository")
-		}
-		dir = parent
-	}
 }
 
 // Endpoint is the server Main started or was given; it fails the test when
@@ -199,19 +69,20 @@ func Endpoint(t testing.TB) string {
 	return endpoint
 }
 
+// Upstream is dynalite itself, which Main started or was given, with no
+// proxy in front: for tests of what dynalite accepts on its own.
+func Upstream(t testing.TB) string {
+	t.Helper()
+	if upstream == "" {
+		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
+	}
+	return upstream
+}
+
 // Client returns a client for the test server with static dummy
 // credentials.
 func Client(t testing.TB) *dynamodb.Client {
-	return ClientFor(Endpoint(t))
-}
-
-// ClientFor returns a test client for the given endpoint.
-func ClientFor(url string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(url),
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-	}, optFns...)
+	return dynamosim.ClientFor(Endpoint(t))
 }
 
 var seq atomic.Int64
@@ -234,14 +105,14 @@ func Context(t testing.TB) context.Context {
 func EndpointOrStart(t testing.TB) string {
 	t.Helper()
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		px, err := StartProxy(ep, Options{})
+		px, err := dynamosim.StartProxy(ep, dynamosim.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(px.Close)
 		return px.URL
 	}
-	srv, err := Start()
+	srv, err := dynamosim.Start()
 	if err != nil {
 		t.Fatalf("no DynamoDB test server: %v", err)
 	}
@@ -252,12 +123,12 @@ func EndpointOrStart(t testing.TB) string {
 // NewProxy starts a proxy with opts in front of the dynalite Main started
 // (for the throughput model, or per-key accounting of one test's writes)
 // and stops it when the test ends.
-func NewProxy(t testing.TB, opts Options) *Proxy {
+func NewProxy(t testing.TB, opts dynamosim.Options) *dynamosim.Proxy {
 	t.Helper()
 	if upstream == "" {
 		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
 	}
-	px, err := StartProxy(upstream, opts)
+	px, err := dynamosim.StartProxy(upstream, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +144,7 @@ func UpstreamOrStart(t testing.TB) string {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		return ep
 	}
-	srv, err := Start()
+	srv, err := dynamosim.Start()
 	if err != nil {
 		t.Fatalf("no DynamoDB test server: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -37,7 +38,7 @@ func TestDynamoInprocEndToEnd(t *testing.T) {
 // whose resort index puts it all on one partition key: every ride is
 // stored and counted once, and the throttled writes show in /metrics.
 func TestDynamoThrottlesShowInMetrics(t *testing.T) {
-	px, err := dynamotest.StartProxy(dynamotest.UpstreamOrStart(t), dynamotest.Options{Throughput: true, WriteUnits: 20})
+	px, err := dynamosim.StartProxy(dynamotest.UpstreamOrStart(t), dynamosim.Options{Throughput: true, WriteUnits: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

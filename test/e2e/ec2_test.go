@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
@@ -96,7 +97,7 @@ func TestEC2ProfileEndToEnd(t *testing.T) {
 	ec2Env(t, amqpURL, dynamotest.Region)
 	prefix := dynamotest.Prefix(t)
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix)
-	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamosim.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
 		t.Fatalf("CreateTables: %v", err)
 	}
 	apitest.Run(t, apitest.Start(t, cfg))
@@ -114,7 +115,7 @@ func TestEC2ProfileFailsFastWhenRabbitMQIsUnreachable(t *testing.T) {
 	closed := closedURL(t)
 	ec2Env(t, "amqp://guest:guest@"+strings.TrimPrefix(closed, "http://")+"/", dynamotest.Region)
 	prefix := dynamotest.Prefix(t)
-	if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
+	if err := dynamo.CreateTables(dynamotest.Context(t), dynamosim.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
 		t.Fatalf("CreateTables: %v", err)
 	}
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix)

@@ -50,7 +50,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&env.DynamoRegion, "dynamo-region", "us-west-2", "DynamoDB region")
 	fs.IntVar(&env.DynamoWriteConcurrency, "dynamo-write-concurrency", 8, "DynamoDB write requests in flight per AddRides call")
 	fs.BoolVar(&env.Keep, "keep", false, "keep the postgres schema and the DynamoDB tables after the run")
-	fs.BoolVar(&env.Throughput, "throughput-model", false, "throttle every DynamoDB partition key value at AWS's 1,000 WCU/s and 3,000 RCU/s (test/dynamotest)")
+	fs.BoolVar(&env.Throughput, "throughput-model", false, "throttle every DynamoDB partition key value at AWS's 1,000 WCU/s and 3,000 RCU/s (adapters/dynamo/dynamosim)")
 	fs.Float64Var(&env.PartitionWriteUnits, "partition-write-units", 1000, "with --throughput-model: write units a second per partition key value (lower it to stand for a burst faster than dynalite can go)")
 	fs.StringVar(&ds.Workload, "workload", ds.Workload, "sparse (rides drawn independently) or dense (each skier-day's rides in time order, interleaved)")
 	if err := fs.Parse(args); err != nil {

@@ -124,7 +124,7 @@ func (r Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	r.writeHotKeysAndCost(w)
-	fmt.Fprintf(w, "\n¹ Write units as test/dynamotest's proxy accounts them per partition key value: 1 a KB of item "+
+	fmt.Fprintf(w, "\n¹ Write units as the DynamoDB simulation (adapters/dynamo/dynamosim) accounts them per partition key value: 1 a KB of item "+
 		"on the table's partition, and 1 a KB of projected entry on each index partition the item is newly indexed under "+
 		"(dynalite itself reports the table's units only). A failed conditional write is charged 1 unit.\n"+
 		"² AWS serves at most 1,000 write units a second per partition key value: the ride rate, in this data set's mix "+

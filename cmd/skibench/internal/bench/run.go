@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
-	"github.com/skidata/skidata/test/dynamotest"
 )
 
 // Target is one store under test, as OpenTarget wires it.
@@ -30,7 +30,7 @@ type Target struct {
 	// Partitions is the write accounting per partition key value of the
 	// DynamoDB store's tables and indexes (its proxy's); nil for the
 	// others. dynalite bills no index writes; the proxy does.
-	Partitions func() []dynamotest.PartitionUsage
+	Partitions func() []dynamosim.PartitionUsage
 	// Close releases the store (drops the schema or tables unless kept).
 	Close func(ctx context.Context) error
 }
@@ -93,7 +93,7 @@ type Result struct {
 
 // partitionStats sums the write accounting: table and index units, and
 // the hottest partition key value.
-func partitionStats(parts []dynamotest.PartitionUsage) (table, index float64, hot dynamotest.PartitionUsage, throttled int64) {
+func partitionStats(parts []dynamosim.PartitionUsage) (table, index float64, hot dynamosim.PartitionUsage, throttled int64) {
 	for _, p := range parts {
 		if p.Index == "" {
 			table += p.WriteUnits
@@ -220,7 +220,7 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 		if res.TotalWriteCU > 0 {
 			res.HotShare = hot.WriteUnits / res.TotalWriteCU
 			res.HotKey = hotName(hot)
-			res.ThrottleRideRate = dynamotest.PartitionWriteUnits * float64(len(rides)) / hot.WriteUnits
+			res.ThrottleRideRate = dynamosim.PartitionWriteUnits * float64(len(rides)) / hot.WriteUnits
 		}
 		if len(rides) > 0 {
 			res.WriteCUPerRide = res.TotalWriteCU / float64(len(rides))
@@ -233,7 +233,7 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 }
 
 // hotName names a partition key value without the run's table prefix.
-func hotName(p dynamotest.PartitionUsage) string {
+func hotName(p dynamosim.PartitionUsage) string {
 	table := p.Table
 	if i := strings.LastIndex(table, "_"); i >= 0 {
 		table = table[i+1:]

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skidata/skidata/adapters/dynamo"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/adapters/postgres"
 	"github.com/skidata/skidata/app/compose"
-	"github.com/skidata/skidata/test/dynamotest"
 )
 
 // Env is where the stores live.
@@ -95,18 +95,18 @@ func dropSchema(ctx context.Context, url, schema string) error {
 }
 
 // openDynamo puts a proxy of its own in front of dynalite for the store
-// (test/dynamotest): it holds the requests to what AWS accepts, accounts
+// (adapters/dynamo/dynamosim): it holds the requests to what AWS accepts, accounts
 // the write units of every partition key value of the tables and indexes,
 // and throttles them as AWS would when env.Throughput is set.
 func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, error) {
 	if env.DynamoEndpoint == "" {
 		return nil, errors.New("no DynamoDB endpoint (Main starts dynalite when --dynamo-endpoint is empty)")
 	}
-	px, err := dynamotest.StartProxy(env.DynamoEndpoint, dynamotest.Options{Throughput: env.Throughput, WriteUnits: env.PartitionWriteUnits})
+	px, err := dynamosim.StartProxy(env.DynamoEndpoint, dynamosim.Options{Throughput: env.Throughput, WriteUnits: env.PartitionWriteUnits})
 	if err != nil {
 		return nil, err
 	}
-	client := dynamotest.ClientFor(px.URL)
+	client := dynamosim.ClientFor(px.URL)
 	cfg := dynamo.Config{
 		Region: env.DynamoRegion, Endpoint: px.URL, Model: model,
 		TablePrefix:      fmt.Sprintf("skibench_%s_%s_", env.RunID, model),
@@ -147,13 +147,13 @@ func openDynamo(ctx context.Context, env *Env, name, model string) (*Target, err
 // startDynalite runs dynalite from test/dynamodb for the run when no
 // endpoint is given, and points env at it with dummy credentials.
 func startDynalite(env *Env) (stop func(), err error) {
-	srv, err := dynamotest.Start()
+	srv, err := dynamosim.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start dynalite (or pass --dynamo-endpoint): %w", err)
 	}
 	// Each store puts its own proxy in front of dynalite itself.
 	env.DynamoEndpoint = srv.Upstream
-	env.DynamoRegion = dynamotest.Region
+	env.DynamoRegion = dynamosim.Region
 	return srv.Stop, nil
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dynamotest
+package dynamosim
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package dynamotest
+package dynamosim_test
 
 import (
 	"errors"
@@ -12,16 +12,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
+	"github.com/skidata/skidata/test/dynamotest"
 )
 
-func TestMain(m *testing.M) { os.Exit(Main(m)) }
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 
 // A table keyed (PK N, SK S) with an index keyed (G S, GS S), like the
 // skier table and its resort index.
 func newTable(t *testing.T, c *dynamodb.Client) string {
 	t.Helper()
-	name := Prefix(t) + "strict"
-	_, err := c.CreateTable(Context(t), &dynamodb.CreateTableInput{
+	name := dynamotest.Prefix(t) + "strict"
+	_, err := c.CreateTable(dynamotest.Context(t), &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
@@ -47,7 +49,7 @@ func newTable(t *testing.T, c *dynamodb.Client) string {
 		t.Fatal(err)
 	}
 	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
-	if err := w.Wait(Context(t), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+	if err := w.Wait(dynamotest.Context(t), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -84,10 +86,10 @@ func dynaliteAccepts(t *testing.T, err error) {
 
 func TestEmptyStringInKeyConditionIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
 	q := func(c *dynamodb.Client) error {
-		_, err := c.Query(Context(t), &dynamodb.QueryInput{
+		_, err := c.Query(dynamotest.Context(t), &dynamodb.QueryInput{
 			TableName:                 aws.String(table),
 			KeyConditionExpression:    aws.String("#k = :k AND begins_with(#s, :p)"),
 			ExpressionAttributeNames:  map[string]string{"#k": "PK", "#s": "SK"},
@@ -95,70 +97,70 @@ func TestEmptyStringInKeyConditionIsRefused(t *testing.T) {
 		})
 		return err
 	}
-	dynaliteAccepts(t, q(ClientFor(upstream)))
+	dynaliteAccepts(t, q(dynamosim.ClientFor(dynamotest.Upstream(t))))
 	wantRefused(t, q(c), "ValidationException",
 		"One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: SK")
 }
 
 func TestEmptyStringInIndexKeyOfItemIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
 	put := func(c *dynamodb.Client, sk string) error {
-		_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(1), "SK": s(sk), "G": s(""), "GS": s("x")}})
 		return err
 	}
-	dynaliteAccepts(t, put(ClientFor(upstream), "a"))
+	dynaliteAccepts(t, put(dynamosim.ClientFor(dynamotest.Upstream(t)), "a"))
 	wantRefused(t, put(c, "b"), "ValidationException", "cannot contain an empty string value. Key: G")
 }
 
 func TestEmptyStringIndexKeySetByUpdateIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
 	upd := func(c *dynamodb.Client) error {
-		_, err := c.UpdateItem(Context(t), &dynamodb.UpdateItemInput{TableName: aws.String(table),
+		_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{TableName: aws.String(table),
 			Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
 			UpdateExpression:          aws.String("SET #g = :g"),
 			ExpressionAttributeNames:  map[string]string{"#g": "GS"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("")}})
 		return err
 	}
-	dynaliteAccepts(t, upd(ClientFor(upstream)))
+	dynaliteAccepts(t, upd(dynamosim.ClientFor(dynamotest.Upstream(t))))
 	wantRefused(t, upd(c), "ValidationException", "cannot contain an empty string value. Key: GS")
 }
 
 func TestEmptyBinaryInKeyIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+	_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{"PK": n(1), "SK": s("a"), "G": b([]byte{}), "GS": s("x")}})
 	// The index key G is a string, so dynalite and AWS refuse a binary as
 	// a type mismatch; an empty string in a key is the rule's other half.
 	if err == nil {
 		t.Fatal("an item with an empty binary index key was accepted")
 	}
-	_, err = c.GetItem(Context(t), &dynamodb.GetItemInput{TableName: aws.String(table),
+	_, err = c.GetItem(dynamotest.Context(t), &dynamodb.GetItemInput{TableName: aws.String(table),
 		Key: map[string]types.AttributeValue{"PK": n(1), "SK": s("")}})
 	wantRefused(t, err, "ValidationException", "cannot contain an empty string value. Key: SK")
 }
 
 func TestItemOver400KBIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	big := strings.Repeat("x", MaxItemBytes)
-	_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+	big := strings.Repeat("x", dynamosim.MaxItemBytes)
+	_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{"PK": n(1), "SK": s("a"), "Data": s(big)}})
 	wantRefused(t, err, "ValidationException", "Item size has exceeded the maximum allowed size")
-	_, err = c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+	_, err = c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		table: {{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{"PK": n(1), "SK": s("b"), "Data": s(big)}}}}}})
 	wantRefused(t, err, "ValidationException", "Item size has exceeded the maximum allowed size")
 	// Just under the limit is fine.
-	_, err = c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
-		Item: map[string]types.AttributeValue{"PK": n(1), "SK": s("c"), "Data": s(big[:MaxItemBytes-100])}})
+	_, err = c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{"PK": n(1), "SK": s("c"), "Data": s(big[:dynamosim.MaxItemBytes-100])}})
 	if err != nil {
 		t.Fatalf("an item under 400 KB was refused: %v", err)
 	}
@@ -174,12 +176,12 @@ func puts(from, count int, sk func(int) string) []types.WriteRequest {
 
 func TestBatchWriteOf26IsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+	_, err := c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		table: puts(0, 26, func(int) string { return "a" })}})
 	wantRefused(t, err, "ValidationException", "Member must have length less than or equal to 25")
-	if _, err := c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+	if _, err := c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		table: puts(0, 25, func(int) string { return "a" })}}); err != nil {
 		t.Fatalf("a batch of 25 was refused: %v", err)
 	}
@@ -187,18 +189,18 @@ func TestBatchWriteOf26IsRefused(t *testing.T) {
 
 func TestBatchWriteNamingOneKeyTwiceIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
 	reqs := append(puts(1, 2, func(int) string { return "a" }), puts(1, 1, func(int) string { return "a" })...)
-	_, err := c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+	_, err := c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
 	wantRefused(t, err, "ValidationException", "Provided list of item keys contains duplicates")
 }
 
 func TestUnusedExpressionAttributeNameIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.Query(Context(t), &dynamodb.QueryInput{
+	_, err := c.Query(dynamotest.Context(t), &dynamodb.QueryInput{
 		TableName:                 aws.String(table),
 		KeyConditionExpression:    aws.String("#k = :k"),
 		ExpressionAttributeNames:  map[string]string{"#k": "PK", "#x": "Other"},
@@ -209,9 +211,9 @@ func TestUnusedExpressionAttributeNameIsRefused(t *testing.T) {
 
 func TestUnusedExpressionAttributeValueIsRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.UpdateItem(Context(t), &dynamodb.UpdateItemInput{
+	_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
 		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
 		UpdateExpression:          aws.String("ADD #t :v"),
@@ -223,9 +225,9 @@ func TestUnusedExpressionAttributeValueIsRefused(t *testing.T) {
 
 func TestMissingExpressionAttributeNameAndValueAreRefused(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.UpdateItem(Context(t), &dynamodb.UpdateItemInput{
+	_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
 		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
 		UpdateExpression:          aws.String("ADD #t :v"),
@@ -234,7 +236,7 @@ func TestMissingExpressionAttributeNameAndValueAreRefused(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1), ":k": s("x")},
 	})
 	wantRefused(t, err, "ValidationException", "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #keys")
-	_, err = c.UpdateItem(Context(t), &dynamodb.UpdateItemInput{
+	_, err = c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
 		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
 		UpdateExpression:          aws.String("ADD #t :v, #keys :set"),
@@ -248,11 +250,11 @@ func TestMissingExpressionAttributeNameAndValueAreRefused(t *testing.T) {
 // partition key value is throttled as AWS answers, and another key is not.
 func TestThroughputModelThrottlesOnePartitionKey(t *testing.T) {
 	t.Parallel()
-	px := NewProxy(t, Options{Throughput: true, WriteUnits: 0.001})
-	c := ClientFor(px.URL, noRetry)
+	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
+	c := dynamosim.ClientFor(px.URL, noRetry)
 	table := newTable(t, c)
 	put := func(pk int, sk string) error {
-		_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(pk), "SK": s(sk)}})
 		return err
 	}
@@ -277,14 +279,14 @@ func TestThroughputModelThrottlesOnePartitionKey(t *testing.T) {
 // and writes the others.
 func TestThroughputModelReturnsThrottledBatchItemsUnprocessed(t *testing.T) {
 	t.Parallel()
-	px := NewProxy(t, Options{Throughput: true, WriteUnits: 0.001})
-	c := ClientFor(px.URL, noRetry)
+	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
+	c := dynamosim.ClientFor(px.URL, noRetry)
 	table := newTable(t, c)
 	// Three items of PK 1 (one admitted), two of PK 2 and 3 (all admitted).
 	reqs := append(puts(1, 1, func(int) string { return "a" }), puts(1, 1, func(int) string { return "b" })...)
 	reqs = append(reqs, puts(1, 1, func(int) string { return "c" })...)
 	reqs = append(reqs, puts(2, 2, func(int) string { return "a" })...)
-	out, err := c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+	out, err := c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,12 +299,12 @@ func TestThroughputModelReturnsThrottledBatchItemsUnprocessed(t *testing.T) {
 			t.Errorf("unprocessed item of PK %v; only PK 1 is over its capacity", r.PutRequest.Item["PK"])
 		}
 	}
-	scan, err := Client(t).Scan(Context(t), &dynamodb.ScanInput{TableName: aws.String(table), Select: types.SelectCount})
+	scan, err := dynamotest.Client(t).Scan(dynamotest.Context(t), &dynamodb.ScanInput{TableName: aws.String(table), Select: types.SelectCount})
 	if err != nil || scan.Count != 3 {
 		t.Errorf("items written = %d, %v; want 3", scan.Count, err)
 	}
 	// All throttled: the whole call is refused.
-	_, err = c.BatchWriteItem(Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: left}})
+	_, err = c.BatchWriteItem(dynamotest.Context(t), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: left}})
 	wantRefused(t, err, "ProvisionedThroughputExceededException", "Throughput exceeds")
 }
 
@@ -310,11 +312,11 @@ func TestThroughputModelReturnsThrottledBatchItemsUnprocessed(t *testing.T) {
 // index partition, and the index's refusal says so.
 func TestThroughputModelThrottlesAHotIndexKey(t *testing.T) {
 	t.Parallel()
-	px := NewProxy(t, Options{Throughput: true, WriteUnits: 0.001})
-	c := ClientFor(px.URL, noRetry)
+	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
+	c := dynamosim.ClientFor(px.URL, noRetry)
 	table := newTable(t, c)
 	put := func(pk int) error {
-		_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(pk), "SK": s("a"), "G": s("resort-1"), "GS": s(strconv.Itoa(pk))}})
 		return err
 	}
@@ -328,25 +330,25 @@ func TestThroughputModelThrottlesAHotIndexKey(t *testing.T) {
 // value and one per index entry to the index's, throttling or not.
 func TestPartitionsAccountWritesPerKeyAndIndex(t *testing.T) {
 	t.Parallel()
-	px := NewProxy(t, Options{})
-	c := ClientFor(px.URL)
+	px := dynamotest.NewProxy(t, dynamosim.Options{})
+	c := dynamosim.ClientFor(px.URL)
 	table := newTable(t, c)
 	for i := range 4 {
-		_, err := c.PutItem(Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
+		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(7), "SK": s(strconv.Itoa(i)), "G": s("r"), "GS": s(strconv.Itoa(i)),
 				"Data": s(strings.Repeat("x", 1500))}}) // 2 KB: 2 units on the table, 1 on the KEYS_ONLY index
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := map[PartitionKey]float64{}
+	got := map[dynamosim.PartitionKey]float64{}
 	for _, p := range px.Partitions() {
 		got[p.PartitionKey] = p.WriteUnits
 	}
-	if w := got[PartitionKey{table, "", "7"}]; w != 8 {
+	if w := got[dynamosim.PartitionKey{table, "", "7"}]; w != 8 {
 		t.Errorf("table partition 7 = %v units; want 4 items × 2", w)
 	}
-	if w := got[PartitionKey{table, "g-index", "r"}]; w != 4 {
+	if w := got[dynamosim.PartitionKey{table, "g-index", "r"}]; w != 4 {
 		t.Errorf("index partition r = %v units; want 4 entries × 1", w)
 	}
 }

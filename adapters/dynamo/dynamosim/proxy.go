@@ -1,4 +1,4 @@
-package dynamotest
+package dynamosim
 
 import (
 	"bytes"
