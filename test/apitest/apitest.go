@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/app/compose"
 )
 
@@ -66,7 +66,7 @@ type Response struct {
 }
 
 // Request is a request made by one of the generated client's builders
-// (apiclient.NewXxxRequest), or the error it gave; Req wraps the two so a
+// (httpapi.NewXxxRequest), or the error it gave; Req wraps the two so a
 // builder's call can be passed straight to Send.
 type Request struct {
 	req *http.Request
@@ -188,12 +188,12 @@ type ride struct {
 
 // dayVertical is the GET of the ride's skier-day vertical.
 func (r ride) dayVertical(server string) Request {
-	return Req(apiclient.NewGetSkierDayVerticalRequest(server, r.resort, r.season, r.day, r.skier))
+	return Req(httpapi.NewGetSkierDayVerticalRequest(server, r.resort, r.season, r.day, r.skier))
 }
 
 func post(t *testing.T, base string, r ride) {
 	t.Helper()
-	resp := Send(t, Req(apiclient.NewWriteNewLiftRideRequest(apiclient.ServerURL(base), r.resort, r.season, r.day, r.skier, apiclient.LiftRide{Time: &r.time, LiftID: &r.lift})))
+	resp := Send(t, Req(httpapi.NewWriteNewLiftRideRequest(httpapi.ServerURL(base), r.resort, r.season, r.day, r.skier, httpapi.LiftRide{Time: &r.time, LiftID: &r.lift})))
 	if resp.Status != http.StatusCreated {
 		t.Fatalf("POST ride %+v: status %d, body %s; want 201", r, resp.Status, resp.Body)
 	}
@@ -219,19 +219,19 @@ func Run(t *testing.T, base string) {
 // range and an unknown id with the same status and message, whichever
 // route it is.
 func testResortCheck(t *testing.T, base string, skier int32) {
-	s := apiclient.ServerURL(base)
+	s := httpapi.ServerURL(base)
 	routes := map[string]func(resort int32) Request{
-		"GET seasons": func(r int32) Request { return Req(apiclient.NewGetResortSeasonsRequest(s, r)) },
+		"GET seasons": func(r int32) Request { return Req(httpapi.NewGetResortSeasonsRequest(s, r)) },
 		"POST season": func(r int32) Request {
-			return Req(apiclient.NewAddSeasonRequest(s, r, apiclient.AddSeasonJSONRequestBody{Year: ptr("2026")}))
+			return Req(httpapi.NewAddSeasonRequest(s, r, httpapi.AddSeasonJSONRequestBody{Year: ptr("2026")}))
 		},
-		"GET resort day skiers": func(r int32) Request { return Req(apiclient.NewGetResortSkiersDayRequest(s, r, 2024, 1)) },
-		"GET day vertical":      func(r int32) Request { return Req(apiclient.NewGetSkierDayVerticalRequest(s, r, "2024", "1", skier)) },
+		"GET resort day skiers": func(r int32) Request { return Req(httpapi.NewGetResortSkiersDayRequest(s, r, 2024, 1)) },
+		"GET day vertical":      func(r int32) Request { return Req(httpapi.NewGetSkierDayVerticalRequest(s, r, "2024", "1", skier)) },
 		"POST ride": func(r int32) Request {
-			return Req(apiclient.NewWriteNewLiftRideRequest(s, r, "2024", "1", skier, apiclient.WriteNewLiftRideJSONRequestBody{Time: ptr[int32](1), LiftID: ptr[int32](1)}))
+			return Req(httpapi.NewWriteNewLiftRideRequest(s, r, "2024", "1", skier, httpapi.WriteNewLiftRideJSONRequestBody{Time: ptr[int32](1), LiftID: ptr[int32](1)}))
 		},
 		"GET season totals": func(r int32) Request {
-			return Req(apiclient.NewGetSkierResortTotalsRequest(s, skier, &apiclient.GetSkierResortTotalsParams{Resort: []string{fmt.Sprint(r)}}))
+			return Req(httpapi.NewGetSkierResortTotalsRequest(s, skier, &httpapi.GetSkierResortTotalsParams{Resort: []string{fmt.Sprint(r)}}))
 		},
 	}
 	for name, req := range routes {
@@ -250,7 +250,7 @@ func testResorts(t *testing.T, base string) {
 			ResortName string
 			ResortID   int32
 		}
-	}](t, Send(t, Req(apiclient.NewGetResortsRequest(apiclient.ServerURL(base)))))
+	}](t, Send(t, Req(httpapi.NewGetResortsRequest(httpapi.ServerURL(base)))))
 	if len(got.Resorts) < 10 {
 		t.Fatalf("resorts = %+v; want the ten demo resorts", got.Resorts)
 	}
@@ -262,13 +262,13 @@ func testResorts(t *testing.T, base string) {
 }
 
 func testSeasons(t *testing.T, base string) {
-	s := apiclient.ServerURL(base)
+	s := httpapi.ServerURL(base)
 	seasons := func(id int32) []string {
-		return decode[struct{ Seasons []string }](t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, id)))).Seasons
+		return decode[struct{ Seasons []string }](t, Send(t, Req(httpapi.NewGetResortSeasonsRequest(s, id)))).Seasons
 	}
 	addSeason := func(id int32, body string) Response {
 		ct, rd := JSON(body)
-		return Send(t, Req(apiclient.NewAddSeasonRequestWithBody(s, id, ct, rd)))
+		return Send(t, Req(httpapi.NewAddSeasonRequestWithBody(s, id, ct, rd)))
 	}
 	if got := seasons(2); !slices.Equal(got, []string{"2024", "2025"}) {
 		t.Errorf("seasons of resort 2 = %v; want [2024 2025]", got)
@@ -286,8 +286,8 @@ func testSeasons(t *testing.T, base string) {
 	// A ride in the new season is now accepted.
 	post(t, base, ride{resort: 2, skier: 77, season: "2026", day: "3", time: 5, lift: 5})
 
-	expectError(t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, 999))), 404, "resort 999 does not exist")
-	expectError(t, Send(t, Req(apiclient.NewGetResortSeasonsRequest(s, 0))), 400, "resortID must be a positive integer")
+	expectError(t, Send(t, Req(httpapi.NewGetResortSeasonsRequest(s, 999))), 404, "resort 999 does not exist")
+	expectError(t, Send(t, Req(httpapi.NewGetResortSeasonsRequest(s, 0))), 400, "resortID must be a positive integer")
 	expectError(t, Call(t, "GET", base+"/resorts/abc/seasons", ""), 400, "resortID must be a whole number") // not an int32: no builder can send it
 	expectError(t, addSeason(999, `{"year":"2026"}`), 404, "resort 999 does not exist")
 	expectError(t, addSeason(1, `{}`), 400, "year is required")
@@ -298,7 +298,7 @@ func testSeasons(t *testing.T, base string) {
 }
 
 func testWriteErrors(t *testing.T, base string, skier int32) {
-	s := apiclient.ServerURL(base)
+	s := httpapi.ServerURL(base)
 	good := ride{resort: 1, skier: skier, season: "2024", day: "1"}
 	body := `{"time":10,"liftID":5}`
 	// at is the good ride with one path value changed.
@@ -332,7 +332,7 @@ func testWriteErrors(t *testing.T, base string, skier int32) {
 		t.Run(c.name, func(t *testing.T) {
 			ct, rd := JSON(c.body)
 			r := c.ride
-			expectError(t, Send(t, Req(apiclient.NewWriteNewLiftRideRequestWithBody(s, r.resort, r.season, r.day, r.skier, ct, rd))), c.status, c.want)
+			expectError(t, Send(t, Req(httpapi.NewWriteNewLiftRideRequestWithBody(s, r.resort, r.season, r.day, r.skier, ct, rd))), c.status, c.want)
 		})
 	}
 	// Resort ids that are not int32s: the generated client cannot send them.
@@ -345,7 +345,7 @@ func testWriteErrors(t *testing.T, base string, skier int32) {
 		})
 	}
 	// None of the rejected rides reached the store.
-	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides")
+	expectError(t, Send(t, Req(httpapi.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides")
 }
 
 func testReadBack(t *testing.T, base string, skier int32) {
@@ -365,13 +365,13 @@ func testReadBack(t *testing.T, base string, skier int32) {
 	}
 	// totals is getSkierResortTotals of the skier over resorts and seasons (nil: every season).
 	totals := func(resorts, seasons []string) Response {
-		p := &apiclient.GetSkierResortTotalsParams{Resort: resorts}
+		p := &httpapi.GetSkierResortTotalsParams{Resort: resorts}
 		if seasons != nil {
 			p.Season = &seasons
 		}
-		return Send(t, Req(apiclient.NewGetSkierResortTotalsRequest(apiclient.ServerURL(base), skier, p)))
+		return Send(t, Req(httpapi.NewGetSkierResortTotalsRequest(httpapi.ServerURL(base), skier, p)))
 	}
-	s := apiclient.ServerURL(base)
+	s := httpapi.ServerURL(base)
 	Eventually(t, "day vertical of the posted rides", func() string {
 		r := Send(t, rides[0].dayVertical(s))
 		if r.Status != 200 || strings.TrimSpace(string(r.Body)) != "160" {
@@ -412,7 +412,7 @@ func testReadBack(t *testing.T, base string, skier int32) {
 	skiers := decode[struct {
 		Time      string
 		NumSkiers int32
-	}](t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 3, 2024, dayNum))))
+	}](t, Send(t, Req(httpapi.NewGetResortSkiersDayRequest(s, 3, 2024, dayNum))))
 	if skiers.NumSkiers != 2 || skiers.Time != "Stevens Pass" {
 		t.Errorf("resort 3 day %s skiers = %+v; want 2 at Stevens Pass", day, skiers)
 	}
@@ -421,11 +421,11 @@ func testReadBack(t *testing.T, base string, skier int32) {
 		SeasonID  string
 		DaysSkied int
 		DayIDs    []string
-	}](t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))))
+	}](t, Send(t, Req(httpapi.NewGetSkierSeasonDaysRequest(s, "2024", skier))))
 	if days.SkierID != skier || days.SeasonID != "2024" || days.DaysSkied != 2 || !slices.Equal(days.DayIDs, []string{"2", day}) {
 		t.Errorf("days skied = %+v; want 2 days [2 %s]", days, day)
 	}
-	dr := Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", day, skier)))
+	dr := Send(t, Req(httpapi.NewGetSkierDayRidesRequest(s, "2024", day, skier)))
 	want := fmt.Sprintf(`{"dayID":"%s","rides":[{"liftID":12,"resortID":3,"time":10,"vertical":120},{"liftID":7,"resortID":4,"time":20,"vertical":70},{"liftID":4,"resortID":3,"time":30,"vertical":40}],"seasonID":"2024","skierID":%d,"totalVert":230}`, day, skier)
 	if got := strings.TrimSpace(string(dr.Body)); dr.Status != 200 || got != want {
 		t.Errorf("rides of the day = %d %s;\nwant %s", dr.Status, got, want)
@@ -433,14 +433,14 @@ func testReadBack(t *testing.T, base string, skier int32) {
 }
 
 func testQueryErrors(t *testing.T, base string, skier int32) {
-	s := apiclient.ServerURL(base)
+	s := httpapi.ServerURL(base)
 	none := ride{resort: 1, skier: skier, season: "2024", day: "5"}
 	totals := func(skier int32, resorts []string, seasons ...string) Request {
-		p := &apiclient.GetSkierResortTotalsParams{Resort: resorts}
+		p := &httpapi.GetSkierResortTotalsParams{Resort: resorts}
 		if seasons != nil {
 			p.Season = &seasons
 		}
-		return Req(apiclient.NewGetSkierResortTotalsRequest(s, skier, p))
+		return Req(httpapi.NewGetSkierResortTotalsRequest(s, skier, p))
 	}
 	expectError(t, Send(t, none.dayVertical(s)), 404, "no rides")
 	expectError(t, Send(t, ride{resort: 1, skier: skier, season: "2024", day: "400"}.dayVertical(s)), 400, "dayID must be between")
@@ -450,16 +450,16 @@ func testQueryErrors(t *testing.T, base string, skier int32) {
 	expectError(t, Send(t, totals(skier, []string{"x"})), 400, "resort must be a resort id")
 	expectError(t, Send(t, totals(skier, []string{"1"}, "99")), 400, "four-digit year")
 	expectError(t, Send(t, totals(0, []string{"1"})), 400, "skierID must be a positive")
-	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides in season 2024")
-	expectError(t, Send(t, Req(apiclient.NewGetSkierSeasonDaysRequest(s, "20", skier))), 400, "four-digit year")
-	expectError(t, Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", "9", skier))), 404, "no rides on day 9")
-	expectError(t, Send(t, Req(apiclient.NewGetSkierDayRidesRequest(s, "2024", "0", skier))), 400, "dayID must be between")
-	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 999, 2024, 1))), 404, "resort 999 does not exist")
-	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 1, 24, 1))), 400, "four-digit year")
-	expectError(t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 1, 2024, 0))), 400, "dayID must be between")
+	expectError(t, Send(t, Req(httpapi.NewGetSkierSeasonDaysRequest(s, "2024", skier))), 404, "no rides in season 2024")
+	expectError(t, Send(t, Req(httpapi.NewGetSkierSeasonDaysRequest(s, "20", skier))), 400, "four-digit year")
+	expectError(t, Send(t, Req(httpapi.NewGetSkierDayRidesRequest(s, "2024", "9", skier))), 404, "no rides on day 9")
+	expectError(t, Send(t, Req(httpapi.NewGetSkierDayRidesRequest(s, "2024", "0", skier))), 400, "dayID must be between")
+	expectError(t, Send(t, Req(httpapi.NewGetResortSkiersDayRequest(s, 999, 2024, 1))), 404, "resort 999 does not exist")
+	expectError(t, Send(t, Req(httpapi.NewGetResortSkiersDayRequest(s, 1, 24, 1))), 400, "four-digit year")
+	expectError(t, Send(t, Req(httpapi.NewGetResortSkiersDayRequest(s, 1, 2024, 0))), 400, "dayID must be between")
 	expectError(t, Call(t, "GET", base+"/resorts/1/seasons/2024/day/x/skiers", ""), 400, "dayID must be a whole number") // not an int32: no builder can send it
 	// A known resort with nobody on the slopes that day has zero skiers.
-	got := decode[struct{ NumSkiers int32 }](t, Send(t, Req(apiclient.NewGetResortSkiersDayRequest(s, 10, 2025, 366))))
+	got := decode[struct{ NumSkiers int32 }](t, Send(t, Req(httpapi.NewGetResortSkiersDayRequest(s, 10, 2025, 366))))
 	if got.NumSkiers != 0 {
 		t.Errorf("skiers on an empty day = %d; want 0", got.NumSkiers)
 	}
@@ -473,15 +473,15 @@ func testRouterErrors(t *testing.T, base string) {
 }
 
 func testHealth(t *testing.T, base string) {
-	s := apiclient.ServerURL(base)
-	if got := decode[struct{ Status string }](t, Send(t, Req(apiclient.NewGetHealthzRequest(s)))); got.Status != "ok" {
+	s := httpapi.ServerURL(base)
+	if got := decode[struct{ Status string }](t, Send(t, Req(httpapi.NewGetHealthzRequest(s)))); got.Status != "ok" {
 		t.Errorf("healthz status = %q", got.Status)
 	}
 	got := decode[struct {
 		Status     string
 		QueueDepth *int64
 		Checks     map[string]string
-	}](t, Send(t, Req(apiclient.NewGetReadyzRequest(s))))
+	}](t, Send(t, Req(httpapi.NewGetReadyzRequest(s))))
 	if got.Status != "ok" || got.QueueDepth == nil {
 		t.Errorf("readyz = %+v; want status ok with a queueDepth", got)
 	}
@@ -500,7 +500,7 @@ func testStatistics(t *testing.T, base string) {
 			Mean, Max *int32
 		}
 	}
-	r := Send(t, Req(apiclient.NewGetPerformanceStatsRequest(apiclient.ServerURL(base))))
+	r := Send(t, Req(httpapi.NewGetPerformanceStatsRequest(httpapi.ServerURL(base))))
 	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != 200 {
 		t.Fatalf("statistics: %d %s %v", r.Status, r.Body, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -16,8 +16,8 @@ import (
 
 // newRide builds the POST of one ride.
 func newRide(base string, resort int32, season string, day, skier, time, lift int32) (*http.Request, error) {
-	return apiclient.NewWriteNewLiftRideRequest(apiclient.ServerURL(base), resort, season, strconv.Itoa(int(day)), skier,
-		apiclient.LiftRide{Time: &time, LiftID: &lift})
+	return httpapi.NewWriteNewLiftRideRequest(httpapi.ServerURL(base), resort, season, strconv.Itoa(int(day)), skier,
+		httpapi.LiftRide{Time: &time, LiftID: &lift})
 }
 
 // sendRide POSTs the ride {"time":10,"liftID":3} of skier on day of season
@@ -36,17 +36,17 @@ func sendRideAt(t *testing.T, base string, resort, day, skier, time, lift int) a
 // dayVertical GETs skier's vertical on day of season 2024 at resort.
 func dayVertical(t *testing.T, base string, resort, day, skier int) apitest.Response {
 	t.Helper()
-	return apitest.Send(t, apitest.Req(apiclient.NewGetSkierDayVerticalRequest(apiclient.ServerURL(base), int32(resort), "2024", strconv.Itoa(day), int32(skier))))
+	return apitest.Send(t, apitest.Req(httpapi.NewGetSkierDayVerticalRequest(httpapi.ServerURL(base), int32(resort), "2024", strconv.Itoa(day), int32(skier))))
 }
 
 // readyz GETs /readyz.
 func readyz(t *testing.T, base string) apitest.Response {
 	t.Helper()
-	return apitest.Send(t, apitest.Req(apiclient.NewGetReadyzRequest(apiclient.ServerURL(base))))
+	return apitest.Send(t, apitest.Req(httpapi.NewGetReadyzRequest(httpapi.ServerURL(base))))
 }
 
 // resortSkiers GETs the unique skiers of resort on day of season.
 func resortSkiers(t *testing.T, base string, resort, season, day int32) apitest.Response {
 	t.Helper()
-	return apitest.Send(t, apitest.Req(apiclient.NewGetResortSkiersDayRequest(apiclient.ServerURL(base), resort, season, day)))
+	return apitest.Send(t, apitest.Req(httpapi.NewGetResortSkiersDayRequest(httpapi.ServerURL(base), resort, season, day)))
 }

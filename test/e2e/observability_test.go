@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/adapters/redis"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
@@ -80,12 +80,12 @@ func TestStatisticsAndMetricsCountTheSameRequests(t *testing.T) {
 	}
 	sendRide(t, base, 99, 1, 1) // 404: unknown resort
 	for range 3 {
-		apitest.Send(t, apitest.Req(apiclient.NewGetResortsRequest(apiclient.ServerURL(base))))
+		apitest.Send(t, apitest.Req(httpapi.NewGetResortsRequest(httpapi.ServerURL(base))))
 	}
 	apitest.Call(t, "GET", base+"/no/such/route", "") // in neither
 	// /statistics has no count, so compare through the shared recorder: every
 	// route /statistics lists must appear in /metrics with the count it saw.
-	stats := apitest.Send(t, apitest.Req(apiclient.NewGetPerformanceStatsRequest(apiclient.ServerURL(base))))
+	stats := apitest.Send(t, apitest.Req(httpapi.NewGetPerformanceStatsRequest(httpapi.ServerURL(base))))
 	var s struct {
 		EndpointStats []struct{ URL, Operation string }
 	}
@@ -146,7 +146,7 @@ func serveService(t *testing.T, cfg compose.Config) (*compose.Service, string) {
 func TestPprofIsOffByDefault(t *testing.T) {
 	svc, base := serveService(t, compose.DefaultConfig())
 	apitest.Eventually(t, "the API answering", func() string {
-		if apitest.Send(t, apitest.Req(apiclient.NewGetHealthzRequest(apiclient.ServerURL(base)))).Status != 200 {
+		if apitest.Send(t, apitest.Req(httpapi.NewGetHealthzRequest(httpapi.ServerURL(base)))).Status != 200 {
 			return "not yet"
 		}
 		return ""
@@ -188,8 +188,8 @@ func cachedGetAfterDrain(t *testing.T, cfg compose.Config) {
 		return strings.TrimSpace(string(dayVertical(t, base, 3, 9, skier).Body))
 	}
 	totals := func() string {
-		return string(apitest.Send(t, apitest.Req(apiclient.NewGetSkierResortTotalsRequest(apiclient.ServerURL(base), skier,
-			&apiclient.GetSkierResortTotalsParams{Resort: []string{"3"}}))).Body)
+		return string(apitest.Send(t, apitest.Req(httpapi.NewGetSkierResortTotalsRequest(httpapi.ServerURL(base), skier,
+			&httpapi.GetSkierResortTotalsParams{Resort: []string{"3"}}))).Body)
 	}
 	uniques := func() string {
 		return string(resortSkiers(t, base, 3, 2024, 9).Body)

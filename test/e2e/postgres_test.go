@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/pgtest"
@@ -158,7 +158,7 @@ func TestPostgresOutageKeepsBatchUntilStored(t *testing.T) {
 	for i := range n {
 		want += 10 * (1 + i%40)
 	}
-	r := apitest.Send(t, apitest.Req(apiclient.NewGetSkierDayVerticalRequest(apiclient.ServerURL(base), 1, "2025", "7", skier)))
+	r := apitest.Send(t, apitest.Req(httpapi.NewGetSkierDayVerticalRequest(httpapi.ServerURL(base), 1, "2025", "7", skier)))
 	var got int
 	if err := json.Unmarshal(r.Body, &got); r.Status != http.StatusOK || err != nil || got != want {
 		t.Errorf("day vertical after the outage: status %d, body %s; want %d", r.Status, r.Body, want)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -193,7 +193,7 @@ func postRideOnDay(c *http.Client, base string, day int, r rolesRide) (int, erro
 func storedRides(t *testing.T, base string, skiers []int) ([]rolesRide, error) {
 	var out []rolesRide
 	for _, s := range skiers {
-		req, err := apiclient.NewGetSkierDayRidesRequest(apiclient.ServerURL(base), "2025", "20", int32(s))
+		req, err := httpapi.NewGetSkierDayRidesRequest(httpapi.ServerURL(base), "2025", "20", int32(s))
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
 	consumer := startSkiapi(t, "consumer", bin, append([]string{"--role", "consumer"}, flags...)...)
-	if r := apitest.Send(t, apitest.Req(apiclient.NewGetHealthzRequest(apiclient.ServerURL(consumer.base)))); r.Status != http.StatusOK {
+	if r := apitest.Send(t, apitest.Req(httpapi.NewGetHealthzRequest(httpapi.ServerURL(consumer.base)))); r.Status != http.StatusOK {
 		t.Errorf("consumer /healthz: %d; want 200", r.Status)
 	}
 

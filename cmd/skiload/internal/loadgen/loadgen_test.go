@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 )
 
 func TestGeneratorIsDeterministicForASeedAndRespectsRanges(t *testing.T) {
@@ -324,7 +324,7 @@ func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
 
 func TestRequestsKeepTheBaseURLsPath(t *testing.T) {
 	for _, base := range []string{"http://h:1/api", "http://h:1/api/"} {
-		req, err := GetCases[0].Request(apiclient.ServerURL(base), Ride{ResortID: 3, Season: 2024, Day: 5, SkierID: 7})
+		req, err := GetCases[0].Request(httpapi.ServerURL(base), Ride{ResortID: 3, Season: 2024, Day: 5, SkierID: 7})
 		if err != nil {
 			t.Fatal(err)
 		}

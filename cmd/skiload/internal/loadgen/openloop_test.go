@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 )
 
 // fakeClock moves only when the scheduler sleeps (to exactly the time it
@@ -224,12 +224,12 @@ func TestBaselineAnswersEachCaseWithItsStatusAndABodyOfItsShape(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Content-Type"), b
 	}
 	ride := Ride{ResortID: 3, Season: 2024, Day: 1, SkierID: 7, Time: 10, LiftID: 4}
-	if st, _, body := do(postRequest(apiclient.ServerURL(base), ride)); st != http.StatusCreated || len(body) != 0 {
+	if st, _, body := do(postRequest(httpapi.ServerURL(base), ride)); st != http.StatusCreated || len(body) != 0 {
 		t.Errorf("POST: %d %q; want 201 and no body", st, body)
 	}
-	targets := []any{new(int32), new(apiclient.SkierVertical), new(apiclient.ResortSkiers)}
+	targets := []any{new(int32), new(httpapi.SkierVertical), new(httpapi.ResortSkiers)}
 	for k, gc := range GetCases {
-		st, ct, body := do(gc.Request(apiclient.ServerURL(base), ride))
+		st, ct, body := do(gc.Request(httpapi.ServerURL(base), ride))
 		if st != http.StatusOK || ct != "application/json" || len(body) == 0 || len(body) > 100 {
 			t.Errorf("%s: %d %s %q; want 200 and a small JSON body", gc.Name, st, ct, body)
 		}
@@ -237,10 +237,10 @@ func TestBaselineAnswersEachCaseWithItsStatusAndABodyOfItsShape(t *testing.T) {
 			t.Errorf("%s: body %q is not the service's answer's shape: %v", gc.Name, body, err)
 		}
 	}
-	if v := targets[1].(*apiclient.SkierVertical); len(v.Resorts) != 1 {
+	if v := targets[1].(*httpapi.SkierVertical); len(v.Resorts) != 1 {
 		t.Errorf("season totals body decoded to %+v; want one season", v)
 	}
-	if v := targets[2].(*apiclient.ResortSkiers); v.NumSkiers == 0 {
+	if v := targets[2].(*httpapi.ResortSkiers); v.NumSkiers == 0 {
 		t.Errorf("resort-day body decoded to %+v; want a skier count", v)
 	}
 }

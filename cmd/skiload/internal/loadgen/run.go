@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 )
 
 // Exit codes.
@@ -248,7 +248,7 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	client := NewHTTPClient(c.Phases.Workers(), c.Timeout)
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
-	server := apiclient.ServerURL(base)
+	server := httpapi.ServerURL(base)
 	send := func(ctx context.Context, r Ride) Result {
 		return caller.Do(ctx, func(ctx context.Context) (*http.Request, error) {
 			return withContext(ctx)(postRequest(server, r))
@@ -267,8 +267,8 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 
 // postRequest is the POST of ride r, built with the generated client.
 func postRequest(server string, r Ride) (*http.Request, error) {
-	return apiclient.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
-		apiclient.LiftRide{Time: &r.Time, LiftID: &r.LiftID})
+	return httpapi.NewWriteNewLiftRideRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID,
+		httpapi.LiftRide{Time: &r.Time, LiftID: &r.LiftID})
 }
 
 // drain waits for the service's queue to empty, so that what the POST load
@@ -316,7 +316,7 @@ func verify(ctx context.Context, c Config, accepted []Ride, stdout io.Writer) bo
 
 // GetCase is one GET test case: a name and how to build its request about
 // one ride the POST load created (with the generated client's builders,
-// against apiclient.ServerURL(base)).
+// against httpapi.ServerURL(base)).
 type GetCase struct {
 	Name    string
 	Request func(server string, r Ride) (*http.Request, error)
@@ -328,13 +328,13 @@ type GetCase struct {
 // unique skiers. On a service that stored that load, every answer is 200.
 var GetCases = []GetCase{
 	{"GET skier day vertical", func(server string, r Ride) (*http.Request, error) {
-		return apiclient.NewGetSkierDayVerticalRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID)
+		return httpapi.NewGetSkierDayVerticalRequest(server, r.ResortID, itoa(r.Season), itoa(r.Day), r.SkierID)
 	}},
 	{"GET skier season totals", func(server string, r Ride) (*http.Request, error) {
-		return apiclient.NewGetSkierResortTotalsRequest(server, r.SkierID, &apiclient.GetSkierResortTotalsParams{Resort: []string{itoa(r.ResortID)}})
+		return httpapi.NewGetSkierResortTotalsRequest(server, r.SkierID, &httpapi.GetSkierResortTotalsParams{Resort: []string{itoa(r.ResortID)}})
 	}},
 	{"GET unique skiers per resort-day", func(server string, r Ride) (*http.Request, error) {
-		return apiclient.NewGetResortSkiersDayRequest(server, r.ResortID, r.Season, r.Day)
+		return httpapi.NewGetResortSkiersDayRequest(server, r.ResortID, r.Season, r.Day)
 	}},
 }
 
@@ -376,7 +376,7 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		client := NewHTTPClient(c.GetWorkers, c.Timeout)
 		defer client.CloseIdleConnections()
 		caller := &Caller{Client: client, Policy: c.Retry}
-		server := apiclient.ServerURL(base)
+		server := httpapi.ServerURL(base)
 		rngs := make([]*rand.Rand, c.GetWorkers)
 		for w := range rngs {
 			rngs[w] = caseRand(c.Seed, k, w)
@@ -478,7 +478,7 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	run := func(oc openCase, client *http.Client, base, label string) RateSummary {
 		rec := NewRecorder(n, oc.method == http.MethodGet, p.Observe)
 		stop := p.Start(ctx, label, n)
-		sent := loop.Run(ctx, client, oc.build(apiclient.ServerURL(base)), rec.Record)
+		sent := loop.Run(ctx, client, oc.build(httpapi.ServerURL(base)), rec.Record)
 		stop()
 		return rec.Summary(fmt.Sprintf("%s, open loop %.0f/s for %s against %s", label, c.Rate, c.Duration, base), oc.method, loop, sent)
 	}

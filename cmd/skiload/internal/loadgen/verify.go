@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skidata/skidata/adapters/httpapi/apiclient"
+	"github.com/skidata/skidata/adapters/httpapi"
 )
 
 type resortDay struct{ Resort, Season, Day int32 }
@@ -81,7 +81,7 @@ func (v Verdict) Print(w io.Writer) {
 }
 
 // Readiness is /readyz's answer, as the spec defines it.
-type Readiness = apiclient.Readiness
+type Readiness = httpapi.Readiness
 
 // WaitDrained polls /readyz until the queue depth is 0 or the deadline
 // passes, and returns how long it waited: called right after the last POST,
@@ -93,7 +93,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 	wait := 10 * time.Millisecond
 	last := "no answer yet"
 	for {
-		req, err := withContext(ctx)(apiclient.NewGetReadyzRequest(apiclient.ServerURL(base)))
+		req, err := withContext(ctx)(httpapi.NewGetReadyzRequest(httpapi.ServerURL(base)))
 		if err != nil {
 			return time.Since(start), fmt.Errorf("readyz request: %w", err)
 		}
@@ -125,7 +125,7 @@ func WaitDrained(ctx context.Context, client *http.Client, base string, deadline
 // of up to sample skier-days (chosen with seed) against the expectation.
 func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample int, seed uint64) (Verdict, error) {
 	var v Verdict
-	server := apiclient.ServerURL(base)
+	server := httpapi.ServerURL(base)
 	get := func(req *http.Request, err error) (string, int, []byte, error) {
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("build request: %w", err)
@@ -143,7 +143,7 @@ func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample i
 		return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day))
 	})
 	for _, rd := range rds {
-		url, _, body, err := get(apiclient.NewGetResortSkiersDayRequest(server, rd.Resort, rd.Season, rd.Day))
+		url, _, body, err := get(httpapi.NewGetResortSkiersDayRequest(server, rd.Resort, rd.Season, rd.Day))
 		if err != nil {
 			return v, err
 		}
@@ -164,7 +164,7 @@ func Verify(ctx context.Context, c *Caller, base string, e Expectation, sample i
 	rng := rand.New(rand.NewPCG(seed, seed^0xfeed))
 	rng.Shuffle(len(days), func(i, j int) { days[i], days[j] = days[j], days[i] })
 	for _, sd := range days[:min(sample, len(days))] {
-		url, status, body, err := get(apiclient.NewGetSkierDayVerticalRequest(server, sd.Resort, itoa(sd.Season), itoa(sd.Day), sd.Skier))
+		url, status, body, err := get(httpapi.NewGetSkierDayVerticalRequest(server, sd.Resort, itoa(sd.Season), itoa(sd.Day), sd.Skier))
 		if err != nil {
 			return v, err
 		}
