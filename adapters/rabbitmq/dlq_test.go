@@ -12,13 +12,14 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/queuetest"
 )
 
 // publishGarbage puts a body no adapter wrote into shard 0's queue.
 func publishGarbage(t *testing.T, b *rabbitmq.Broker) {
 	t.Helper()
-	conn, err := amqp.Dial(testURL())
+	conn, err := amqp.Dial(amqptest.URL())
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test: %v", err)
 	}

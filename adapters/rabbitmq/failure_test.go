@@ -13,6 +13,7 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/queuetest"
 )
 
@@ -20,7 +21,7 @@ import (
 // does not delete them).
 func openPeer(t *testing.T, cfg rabbitmq.Config) *rabbitmq.Broker {
 	t.Helper()
-	cfg.URL = testURL()
+	cfg.URL = amqptest.URL()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, err := rabbitmq.Open(ctx, cfg)
@@ -108,7 +109,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // unacked rides loses none of them: a new consumer gets them, and in the end
 // the rides acked are exactly the rides published.
 func TestConsumerKilledMidBatchLosesNothing(t *testing.T) {
-	cfg := rabbitmq.Config{Prefix: uniquePrefix(t), Shards: 2, Prefetch: 100}
+	cfg := rabbitmq.Config{Prefix: amqptest.Prefix(t), Shards: 2, Prefetch: 100}
 	pub := openBroker(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -214,7 +215,7 @@ func closeConnections(t *testing.T, prefix string) int {
 // Publishing resumes by itself, failures in between are ErrUnavailable, and
 // every ride whose Publish returned nil is delivered.
 func TestBrokerClosesConnectionsUnderLoad(t *testing.T) {
-	prefix := uniquePrefix(t)
+	prefix := amqptest.Prefix(t)
 	cfg := rabbitmq.Config{Prefix: prefix, Shards: 2, ConnectionName: prefix, ReconnectMaxInterval: 500 * time.Millisecond}
 	pub := openBroker(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

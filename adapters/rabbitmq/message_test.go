@@ -13,6 +13,7 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/queuetest"
 )
 
@@ -98,7 +99,7 @@ func TestMessageWhoseRidesAreAllRefusedIsDeadLetteredByTheBroker(t *testing.T) {
 // changing the topology behind the adapter's back.
 func adminChannel(t *testing.T) *amqp.Channel {
 	t.Helper()
-	conn, err := amqp.Dial(testURL())
+	conn, err := amqp.Dial(amqptest.URL())
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/dynamotest"
 )
 
@@ -81,13 +81,6 @@ func TestOpsCommandsRefuseTheWrongMode(t *testing.T) {
 	}
 }
 
-func testAMQPURL() string {
-	if u := os.Getenv("SKIDATA_TEST_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
 // TestDLQListThenReplay dead-letters three rides the way the service does
 // (a delivery limit of 1 and a nack), lists them with their reason, replays
 // them onto the ride queue and checks the dead-letter queue is then empty
@@ -96,21 +89,10 @@ func TestDLQListThenReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("skitest.cmd.%d", time.Now().UnixNano())
-	flags := []string{"--queue", "rabbitmq", "--amqp-url", testAMQPURL(), "--amqp-prefix", prefix, "--amqp-delivery-limit", "1"}
+	flags := []string{"--queue", "rabbitmq", "--amqp-url", amqptest.URL(), "--amqp-prefix", prefix, "--amqp-delivery-limit", "1"}
 	// Declared as the service with these flags declares them.
-	adapterCfg := rabbitmq.Config{URL: testAMQPURL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
-	admin, err := rabbitmq.Open(ctx, adapterCfg)
-	if err != nil {
-		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := admin.DeleteTopology(ctx); err != nil {
-			t.Errorf("delete test queues %s.*: %v", prefix, err)
-		}
-		_ = admin.Disconnect()
-	})
+	adapterCfg := rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
+	admin := amqptest.Open(t, adapterCfg)
 
 	// A consumer that refuses every ride once: each is dead-lettered.
 	consumer, err := rabbitmq.Open(ctx, adapterCfg)

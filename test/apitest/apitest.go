@@ -26,10 +26,20 @@ import (
 // Deadline bounds every wait for asynchronous work (a ride reaching the store).
 const Deadline = 30 * time.Second
 
-// Start builds the service cfg describes, serves it on a loopback port until
-// the test ends, and returns its base URL. At cleanup it stops the service
-// as SIGTERM would and fails the test if the shutdown fails.
-func Start(t *testing.T, cfg compose.Config) string {
+// Running is a service serving on a loopback port for one test.
+type Running struct {
+	Service *compose.Service
+	// Base is its URL, http://127.0.0.1:port.
+	Base    string
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// Serve builds the service cfg describes and serves it on a loopback port.
+// Stop stops it as SIGTERM would; if the test has not stopped it, it is
+// stopped at cleanup, and a failed shutdown fails the test.
+func Serve(t *testing.T, cfg compose.Config) *Running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, cleanup, err := compose.Build(ctx, cfg)
@@ -39,23 +49,42 @@ func Start(t *testing.T, cfg compose.Config) string {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		cancel()
+		cleanup()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
+	r := &Running{Service: svc, Base: "http://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Serve(ctx, ln) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("service stopped with: %v", err)
-			}
-		case <-time.After(cfg.ShutdownTimeout + 10*time.Second):
-			t.Error("service did not stop within its shutdown timeout")
+		defer cleanup()
+		if r.stopped {
+			return
 		}
-		cleanup()
+		if err := r.Stop(cfg.HTTP.ShutdownTimeout + cfg.ShutdownTimeout + 10*time.Second); err != nil {
+			t.Errorf("service stopped with: %v", err)
+		}
 	})
-	return "http://" + ln.Addr().String()
+	return r
+}
+
+// Stop stops the service as SIGTERM would and returns what Serve returned,
+// or an error when it has not returned within wait.
+func (r *Running) Stop(wait time.Duration) error {
+	r.stopped = true
+	r.cancel()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(wait):
+		return fmt.Errorf("service did not stop within %s", wait)
+	}
+}
+
+// Start serves the service cfg describes until the test ends (see Serve)
+// and returns its base URL.
+func Start(t *testing.T, cfg compose.Config) string {
+	t.Helper()
+	return Serve(t, cfg).Base
 }
 
 // Response is what a call returned.

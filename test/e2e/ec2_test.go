@@ -13,6 +13,7 @@ import (
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -105,7 +106,7 @@ func TestEC2ProfileEndToEnd(t *testing.T) {
 
 func TestEC2ProfileFailsFastWhenTablesAreMissing(t *testing.T) {
 	endpoint := dynamotest.EndpointOrStart(t)
-	ec2Env(t, brokerURL(), dynamotest.Region)
+	ec2Env(t, amqptest.URL(), dynamotest.Region)
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", dynamotest.Prefix(t))
 	buildFails(t, cfg, "DynamoDB table", "skierTable", "does not exist", "skiapi tables create")
 }
@@ -123,13 +124,13 @@ func TestEC2ProfileFailsFastWhenRabbitMQIsUnreachable(t *testing.T) {
 }
 
 func TestEC2ProfileFailsFastWhenRegionIsMissing(t *testing.T) {
-	ec2Env(t, brokerURL(), "")
+	ec2Env(t, amqptest.URL(), "")
 	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
 	buildFails(t, cfg, "region missing", "AWS_REGION")
 }
 
 func TestEC2ProfileFailsFastWhenDynamoDBIsUnreachable(t *testing.T) {
-	ec2Env(t, brokerURL(), dynamotest.Region)
+	ec2Env(t, amqptest.URL(), dynamotest.Region)
 	cfg := ec2Config(t, "--dynamo-endpoint", closedURL(t))
 	buildFails(t, cfg, "DynamoDB", "describe table")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -118,33 +117,9 @@ func TestStatisticsAndMetricsCountTheSameRequests(t *testing.T) {
 	}
 }
 
-// serveService runs a service and returns it with its base URL.
-func serveService(t *testing.T, cfg compose.Config) (*compose.Service, string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, cleanup, err := compose.Build(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("service stopped with: %v", err)
-		}
-		cleanup()
-	})
-	return svc, "http://" + ln.Addr().String()
-}
-
 func TestPprofIsOffByDefault(t *testing.T) {
-	svc, base := serveService(t, compose.DefaultConfig())
+	run := apitest.Serve(t, compose.DefaultConfig())
+	svc, base := run.Service, run.Base
 	apitest.Eventually(t, "the API answering", func() string {
 		if apitest.Send(t, apitest.Req(httpapi.NewGetHealthzRequest(httpapi.ServerURL(base)))).Status != 200 {
 			return "not yet"
@@ -162,7 +137,8 @@ func TestPprofIsOffByDefault(t *testing.T) {
 func TestPprofServesOnItsOwnListenerWithTheFlag(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.PprofListen = "127.0.0.1:0"
-	svc, base := serveService(t, cfg)
+	run := apitest.Serve(t, cfg)
+	svc, base := run.Service, run.Base
 	apitest.Eventually(t, "pprof listening", func() string {
 		if svc.PprofAddr() == "" {
 			return "no address yet"

@@ -1,14 +1,13 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -37,34 +36,12 @@ func rabbitConfig(t *testing.T, kind string) compose.Config {
 // tweaks change the declaration as the test's flags change the service's.
 func rabbitTopology(t *testing.T, kind string, tweaks ...func(*rabbitmq.Config)) (url, prefix string) {
 	t.Helper()
-	url = brokerURL()
+	url = amqptest.URL()
 	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	cfg := rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity}
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
-	admin, err := rabbitmq.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("RabbitMQ is needed for this test (start it with `rabbitmq-server -detached`, or set SKIDATA_TEST_AMQP_URL): %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := admin.DeleteTopology(ctx); err != nil {
-			t.Errorf("delete test queues %s.*: %v", prefix, err)
-		}
-		_ = admin.Disconnect()
-	})
+	amqptest.Open(t, cfg)
 	return url, prefix
-}
-
-// brokerURL is the RabbitMQ the tests use: SKIDATA_TEST_AMQP_URL or the
-// machine's own.
-func brokerURL() string {
-	if url := os.Getenv("SKIDATA_TEST_AMQP_URL"); url != "" {
-		return url
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
 }

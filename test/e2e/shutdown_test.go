@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/test/apitest"
 )
 
 // TestShutdownDrainsEveryAcceptedRide posts rides while the persister holds
@@ -20,20 +19,8 @@ func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Persister.BatchSize = 1_000_000
 	cfg.Persister.Linger = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, cleanup, err := compose.Build(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	run := apitest.Serve(t, cfg)
+	svc, base := run.Service, run.Base
 
 	var accepted atomic.Int64
 	var wg sync.WaitGroup
@@ -61,14 +48,8 @@ func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
 	if svc.Stored() != 0 {
 		t.Fatalf("persister wrote %d rides before shutdown; the test needs them held in the batch", svc.Stored())
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	case <-time.After(cfg.ShutdownTimeout):
-		t.Fatal("service did not stop")
+	if err := run.Stop(cfg.ShutdownTimeout); err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 	if got, want := svc.Stored(), accepted.Load(); got != want || want != 2000 {
 		t.Errorf("after shutdown %d rides stored, %d accepted (of 2000 posted); want all accepted rides stored", got, want)

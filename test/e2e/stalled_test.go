@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/test/apitest"
 )
 
 // TestStalledClientDoesNotCostAcceptedRides is issue 14's case: one client
@@ -23,7 +23,8 @@ func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
 	cfg.ShutdownTimeout = 2 * time.Second
 	cfg.HTTP.ShutdownTimeout = 300 * time.Millisecond
 	cfg.HTTP.ReadTimeout = time.Minute // the stall must outlive the HTTP budget
-	svc, base, cancel, done := serveUntilCancel(t, cfg)
+	run := apitest.Serve(t, cfg)
+	svc, base := run.Service, run.Base
 
 	var accepted int64
 	for i := range 200 {
@@ -50,14 +51,8 @@ func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
 	if svc.Stored() != 0 {
 		t.Fatalf("persister wrote %d rides before shutdown; the test needs them held in the batch", svc.Stored())
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("service did not stop")
+	if err := run.Stop(time.Minute); err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 	if got := svc.Stored(); got != accepted || accepted != 200 {
 		t.Errorf("after shutdown %d rides stored, %d answered 201 (of 200); want every accepted ride stored", got, accepted)
@@ -70,24 +65,4 @@ func heldInBatch(cfg compose.Config) compose.Config {
 	cfg.Persister.BatchSize = 1_000_000
 	cfg.Persister.Linger = time.Hour
 	return cfg
-}
-
-// serveUntilCancel builds the service and serves it on a loopback port;
-// cancel stops it as SIGTERM would, and done reports what Serve returned.
-func serveUntilCancel(t *testing.T, cfg compose.Config) (svc *compose.Service, base string, cancel context.CancelFunc, done <-chan error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	svc, cleanup, err := compose.Build(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- svc.Serve(ctx, ln) }()
-	return svc, "http://" + ln.Addr().String(), cancel, served
 }
