@@ -23,6 +23,7 @@ import (
 )
 
 func main() {
+	loadgen.ServeBaselineIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 	stop()
@@ -47,8 +48,11 @@ and days the POST load with the same --seed created (so the answers are
 the GETs. --rate N makes every case open-loop: N requests a second at fixed
 times whatever the answers do, latency from each request's intended start
 (corrected for coordinated omission) in an HDR histogram. --baseline runs
-every case against a trivial in-process server too, for this machine's
-ceiling. --verify checks afterwards that the store holds every ride
+every case against a trivial net/http server too (skiload starts it as a
+process of its own), for this machine's ceiling. Every case reports the
+CPU each request cost the service (from its /metrics) and the baseline,
+and any process --cpu-of or --cpu-metrics names; measure it open loop at
+a rate below saturation. --verify checks afterwards that the store holds every ride
 answered 201 (exact only on a fresh service: rides already there show as
 "extra", never as lost). Exit 0 all good, 1 failures, requests not sent or
 lost rides, 2 bad usage.

@@ -4,13 +4,21 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/cmd/skiload/internal/loadgen"
 	"github.com/skidata/skidata/test/apitest"
 )
+
+// TestMain lets this test binary serve as --baseline's server process.
+func TestMain(m *testing.M) {
+	loadgen.ServeBaselineIfAsked()
+	os.Exit(m.Run())
+}
 
 // TestLoadAgainstTheRealServiceLosesNothing runs skiload end to end against
 // the whole service in memory mode on a loopback port: a small two-phase
@@ -66,20 +74,26 @@ func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) {
 		if got := strings.Count(out, "200 ok, 0 failed; 200: 100.00%\n"); got != c.reports || strings.Contains(out, "not found") || !strings.Contains(out, "drained in") {
 			t.Errorf("%v: want %d GET reports each 200 ok (all 200), after the drain:\n%s", c.args, c.reports, out)
 		}
-		if got := strings.Count(out, "baseline (trivial in-process 200 server)"); got != c.baselines || strings.Count(out, "of this machine's HTTP ceiling") != c.baselines {
+		if got := strings.Count(out, "baseline (trivial 200 server, a process of its own)"); got != c.baselines || strings.Count(out, "of this machine's HTTP ceiling") != c.baselines {
 			t.Errorf("%v: %d GET baselines; want %d, each compared:\n%s", c.args, got, c.baselines, out)
 		}
 	}
 }
 
 // TestOpenLoopRunAgainstTheServiceAndTheBaseline runs every case open-loop
-// against the service in memory mode and the in-process baseline: all
-// requests sent, the POSTs all 201, the GETs (after the drain) all 200,
-// and the side-by-side table.
+// against the service in memory mode and the baseline: all requests sent,
+// the POSTs all 201, the GETs (after the drain) all 200, the CPU per
+// request of every process named, and the side-by-side table.
 func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
 	base := memoryService(t)
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := strings.TrimSpace(string(self))
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--url", base, "--mode", "all", "--rate", "400", "--duration", "500ms", "--baseline", "--verify", "--quiet"}, &stdout, &stderr, false)
+	code := run(context.Background(), []string{"--url", base, "--mode", "all", "--rate", "400", "--duration", "500ms", "--baseline", "--verify", "--quiet",
+		"--cpu-metrics", "consumer=" + base, "--cpu-of", comm}, &stdout, &stderr, false)
 	out := stdout.String()
 	if code != 0 {
 		t.Fatalf("exit %d; want 0\n%s\n%s", code, out, stderr.String())
@@ -93,10 +107,19 @@ func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
 	if got := strings.Count(out, "200 scheduled, 200 sent, 0 not sent; 200 ok, 0 failed; 200: 100.00%"); got != 6 {
 		t.Errorf("%d GET reports with every answer 200; want 6:\n%s", got, out)
 	}
+	// The service runs in this test's process, so its three sources read
+	// the same counter: each case shows all three, and their total.
+	cpuLine := regexp.MustCompile(`CPU per request \(µs\): service [0-9.]+, consumer [0-9.]+, ` + regexp.QuoteMeta(comm) + ` [0-9.]+, total [0-9.]+\n`)
+	if got := len(cpuLine.FindAllString(out, -1)); got != 4 {
+		t.Errorf("%d service cases report their CPU per request in every source; want 4:\n%s", got, out)
+	}
+	if got := len(regexp.MustCompile(`CPU per request \(µs\): baseline [0-9.]+\n`).FindAllString(out, -1)); got != 4 {
+		t.Errorf("%d baseline cases report their CPU per request; want 4:\n%s", got, out)
+	}
 	table := out[strings.Index(out, "== service vs baseline"):]
 	for _, name := range []string{"POST", "GET skier day vertical", "GET skier season totals", "GET unique skiers per resort-day"} {
-		// The row ends: ok share, then late svc/base.
-		row := regexp.MustCompile(`(?m)^` + name + ` .* 100\.00% +[0-9.]+%/[0-9.]+%$`)
+		// The row ends: CPU svc, CPU base, their ratio, ok share, then late svc/base.
+		row := regexp.MustCompile(`(?m)^` + name + ` .* [0-9.]+ +[0-9.]+ +[0-9.]+x +100\.00% +[0-9.]+%/[0-9.]+%$`)
 		if !row.MatchString(table) {
 			t.Errorf("comparison: %s does not show every answer as expected:\n%s", name, table)
 		}
@@ -118,6 +141,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"--rate", "100", "--csv", "x.csv"}, 2},
 		{[]string{"--rate", "100", "--max-inflight", "0"}, 2},
 		{[]string{"--mode", "all", "--chart", "x.svg"}, 2},
+		{[]string{"--cpu-metrics", "consumer"}, 2},
+		{[]string{"--cpu-metrics", "consumer=127.0.0.1:8081"}, 2},
 		{[]string{"extra-arg"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -127,7 +152,7 @@ func TestUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
-	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission"} {
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not mention %q", flag)
 		}

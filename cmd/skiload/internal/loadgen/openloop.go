@@ -318,6 +318,7 @@ func (s RateSummary) Print(w io.Writer) {
 		s.Asked, s.Achieved, s.Throughput, s.Late, LateAfter, ms(s.LagP99), ms(s.LagMax))
 	fmt.Fprintf(w, "latency ms:  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (from the intended start: corrected for coordinated omission)\n",
 		ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999), ms(s.Max))
+	s.CPU.Print(w)
 	s.printStatuses(w)
 }
 
@@ -341,17 +342,26 @@ func (s RateSummary) LateShare() float64 { return share(s.Late, s.Sent) }
 // late sends on each side.
 func PrintComparison(w io.Writer, rate float64, cases []string, service, baseline []RateSummary) {
 	fmt.Fprintf(w, "== service vs baseline (open loop, %.0f/s per case, same run) ==\n", rate)
-	fmt.Fprintf(w, "%-34s %8s %8s %7s %8s %8s %7s %9s %14s\n", "case", "p50 svc", "p50 base", "ratio", "p99 svc", "p99 base", "ratio", "ok share", "late svc/base")
+	fmt.Fprintf(w, "%-34s %8s %8s %7s %8s %8s %7s %8s %8s %7s %9s %14s\n", "case", "p50 svc", "p50 base", "ratio", "p99 svc", "p99 base", "ratio", "CPU svc", "CPU base", "ratio", "ok share", "late svc/base")
 	behind := false
 	for i, name := range cases {
 		s, b := service[i], baseline[i]
-		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8.2f%% %6.2f%%/%.2f%%\n", name,
-			ms(s.P50), ms(b.P50), ratio(s.P50, b.P50), ms(s.P99), ms(b.P99), ratio(s.P99, b.P99), 100*s.Share(wantStatus(s.Method)),
+		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8s %8s %6.2fx %8.2f%% %6.2f%%/%.2f%%\n", name,
+			ms(s.P50), ms(b.P50), ratio(s.P50, b.P50), ms(s.P99), ms(b.P99), ratio(s.P99, b.P99),
+			cpuCell(s.CPU), cpuCell(b.CPU), ratio(s.CPU.Total(), b.CPU.Total()), 100*s.Share(wantStatus(s.Method)),
 			100*s.LateShare(), 100*b.LateShare())
 		behind = behind || s.LateShare() > LateWarn || b.LateShare() > LateWarn
 	}
-	fmt.Fprintf(w, "(ms; ok share: answers with the case's status, 201 for the POST, 200 for the GETs; late: sent more than %s after the intended start)\n", LateAfter)
+	fmt.Fprintf(w, "(ms; CPU: µs per request, the service's total over every measured process; ok share: answers with the case's status, 201 for the POST, 200 for the GETs; late: sent more than %s after the intended start)\n", LateAfter)
 	if behind {
 		fmt.Fprintf(w, "WARNING: more than %.0f%% of some case's requests went out late: the client did not hold the rate (a busy machine, or --max-inflight too low), so those latencies include the client's own backlog\n", 100*LateWarn)
 	}
+}
+
+// cpuCell is a cost's total in µs, or n/a when no source could be read.
+func cpuCell(c CPUCost) string {
+	if !c.Measured() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", us(c.Total()))
 }

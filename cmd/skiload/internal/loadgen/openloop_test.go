@@ -201,11 +201,12 @@ func TestStallIsChargedToTheRequestsScheduledDuringIt(t *testing.T) {
 }
 
 func TestBaselineAnswersEachCaseWithItsStatusAndABodyOfItsShape(t *testing.T) {
-	base, stop, err := StartBaseline()
+	b, err := StartBaseline()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stop)
+	t.Cleanup(b.Stop)
+	base := b.URL
 	client := NewHTTPClient(1, 10*time.Second)
 	do := func(req *http.Request, err error) (int, string, []byte) {
 		t.Helper()

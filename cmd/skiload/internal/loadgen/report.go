@@ -31,6 +31,8 @@ type Summary struct {
 	// and cause for a network error. A status count alone ("404×40") does
 	// not say which season was missing or which port refused.
 	Errors map[int][]ErrorSample
+	// CPU is what the requests cost the server's processes, per request.
+	CPU CPUCost
 }
 
 // ErrorSample is one distinct failure reason and how many failed requests gave it.
@@ -161,6 +163,7 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "throughput:  %.0f req/s\n", s.Throughput)
 	fmt.Fprintf(w, "latency ms:  mean %s  p50 %s  p95 %s  p99 %s  max %s\n", ms(s.Mean), ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max))
 	fmt.Fprintf(w, "retries:     %d\n", s.Retries)
+	s.CPU.Print(w)
 	s.printStatuses(w)
 }
 

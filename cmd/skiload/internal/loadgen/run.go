@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,11 @@ type Config struct {
 	Rate        float64
 	Duration    time.Duration
 	MaxInFlight int
+	// CPUOf names local processes (by command name, from /proc) whose CPU
+	// per request is reported beside the service's; CPUMetrics names
+	// other skidata processes (a consumer) by their base URL, name=URL.
+	CPUOf      string
+	CPUMetrics string
 }
 
 // DefaultConfig is the assignment's load against localhost:8080.
@@ -93,6 +100,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each case at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0: the closed-loop workers)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each case's schedule runs (it sends rate × duration requests)")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", c.MaxInFlight, "with --rate: most requests (so connections) in flight at once; beyond it requests are sent late, and their wait still counts")
+	fs.StringVar(&c.CPUOf, "cpu-of", c.CPUOf, "also report the CPU per request of these local processes, by command name, comma-separated (e.g. beam.smp,postgres: every process of that name, from /proc)")
+	fs.StringVar(&c.CPUMetrics, "cpu-metrics", c.CPUMetrics, "also report the CPU per request of these skidata processes, name=base URL comma-separated, read from their /metrics (e.g. consumer=http://127.0.0.1:8081)")
 }
 
 // RateCount is how many requests an open-loop case sends.
@@ -144,6 +153,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--csv and --chart record the closed loop; with --rate the report's HDR percentiles are the record")
 		}
 	}
+	if _, _, err := ParseCPUMetrics(c.CPUMetrics); err != nil {
+		return err
+	}
 	if c.Mode == "all" && (c.CSV != "" || c.Chart != "") {
 		return fmt.Errorf("--csv and --chart record one kind of request: use --mode post or --mode get")
 	}
@@ -177,29 +189,84 @@ func Run(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	return code
 }
 
-// startBaseline starts the baseline server when c asks for it; stop is
-// never nil.
-func startBaseline(c Config) (url string, stop func(), err error) {
+// target is one server the cases run against and how to read what the
+// requests cost it in CPU.
+type target struct {
+	URL string
+	CPU []CPUSource
+	// Queued: a skidata service, whose POST case waits for /readyz to show
+	// an empty queue before the CPU is read again, so that the consumer's
+	// and the store's work on the case's rides is counted with it.
+	Queued bool
+}
+
+// cpuClient reads the CPU sources' /metrics: a connection per reading, so
+// nothing is left open between cases.
+func cpuClient(c Config) *http.Client {
+	return &http.Client{Timeout: c.Timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+// service is the service under load: its own CPU from its /metrics, plus
+// whatever --cpu-metrics and --cpu-of name.
+func service(c Config) target {
+	t := target{URL: c.URL, Queued: true}
+	client := cpuClient(c)
+	t.CPU = append(t.CPU, MetricsCPU("service", client, c.URL))
+	urls, names, _ := ParseCPUMetrics(c.CPUMetrics) // checked by Validate
+	for _, name := range names {
+		t.CPU = append(t.CPU, MetricsCPU(name, client, urls[name]))
+	}
+	for _, comm := range strings.Split(c.CPUOf, ",") {
+		if comm = strings.TrimSpace(comm); comm != "" {
+			t.CPU = append(t.CPU, ProcCPU(comm))
+		}
+	}
+	return t
+}
+
+// startBaseline starts the baseline server, in a process of its own, when
+// c asks for it; stop is never nil.
+func startBaseline(c Config) (t target, stop func(), err error) {
 	if !c.Baseline {
-		return "", func() {}, nil
+		return target{}, func() {}, nil
 	}
-	url, stop, err = StartBaseline()
+	b, err := StartBaseline()
 	if err != nil {
-		return "", nil, fmt.Errorf("baseline server: %w", err)
+		return target{}, nil, fmt.Errorf("baseline server: %w", err)
 	}
-	return url, stop, nil
+	return target{URL: b.URL, CPU: []CPUSource{PidCPU("baseline", b.PID)}}, b.Stop, nil
+}
+
+// measure runs f, which returns how many requests it sent, and what they
+// cost t in CPU.
+func measure(ctx context.Context, c Config, t target, method string, f func() int) CPUCost {
+	return MeasureCPU(ctx, t.CPU, func() int {
+		n := f()
+		if t.Queued && method == http.MethodPost && ctx.Err() == nil {
+			client := NewHTTPClient(1, c.Timeout)
+			_, _ = WaitDrained(ctx, client, t.URL, c.VerifyDeadline) // a failure shows in the report's own drain
+			client.CloseIdleConnections()
+		}
+		return n
+	})
 }
 
 func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
-	baseURL, stopBaseline, err := startBaseline(c)
+	base, stopBaseline, err := startBaseline(c)
 	if err != nil {
 		fmt.Fprintln(stdout, "skiload:", err)
 		return ExitFailed
 	}
 	var baseline Summary
 	if c.Baseline {
-		res, wall := postLoad(ctx, c, baseURL, p, "baseline")
-		baseline = Summarize("POST baseline (trivial in-process 201 server)", http.MethodPost, res, wall, false)
+		var res []Result
+		var wall time.Duration
+		cpu := measure(ctx, c, base, http.MethodPost, func() int {
+			res, wall = postLoad(ctx, c, base.URL, p, "baseline")
+			return len(res)
+		})
+		baseline = Summarize("POST baseline (trivial 201 server, a process of its own)", http.MethodPost, res, wall, false)
+		baseline.CPU = cpu
 		baseline.Print(stdout)
 		fmt.Fprintln(stdout)
 	}
@@ -207,8 +274,14 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	if ctx.Err() != nil {
 		return ExitFailed
 	}
-	res, wall := postLoad(ctx, c, c.URL, p, "POST")
+	var res []Result
+	var wall time.Duration
+	cpu := measure(ctx, c, service(c), http.MethodPost, func() int {
+		res, wall = postLoad(ctx, c, c.URL, p, "POST")
+		return len(res)
+	})
 	s := Summarize("POST "+c.URL, http.MethodPost, res, wall, false)
+	s.CPU = cpu
 	s.Print(stdout)
 	if c.Baseline {
 		printCeiling(stdout, baseline, s)
@@ -241,6 +314,10 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 func printCeiling(w io.Writer, baseline, service Summary) {
 	fmt.Fprintf(w, "\nbaseline %.0f req/s, service %.0f req/s: the service reaches %.0f%% of this machine's HTTP ceiling\n",
 		baseline.Throughput, service.Throughput, 100*service.Throughput/max(baseline.Throughput, 1e-9))
+	if service.CPU.Measured() && baseline.CPU.Measured() {
+		fmt.Fprintf(w, "CPU per request: service %.1f µs (all measured processes), baseline %.1f µs: %.2fx\n",
+			us(service.CPU.Total()), us(baseline.CPU.Total()), ratio(service.CPU.Total(), baseline.CPU.Total()))
+	}
 }
 
 // postLoad sends the two-phase load to base and returns every result and the wall time.
@@ -364,19 +441,20 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		code = ExitFailed
 	}
 	fmt.Fprintln(stdout)
-	baseURL, stopBaseline, err := startBaseline(c)
+	base, stopBaseline, err := startBaseline(c)
 	if err != nil {
 		fmt.Fprintln(stdout, "skiload:", err)
 		return ExitFailed
 	}
 	defer stopBaseline()
+	svc := service(c)
 	known := Known(c.Seed, c.Ranges, c.PostCount())
 	n := c.GetWorkers * c.GetRequests
-	load := func(k int, gc GetCase, base, label string) ([]Result, time.Duration) {
+	load := func(k int, gc GetCase, t target, label string) (res []Result, wall time.Duration, cpu CPUCost) {
 		client := NewHTTPClient(c.GetWorkers, c.Timeout)
 		defer client.CloseIdleConnections()
 		caller := &Caller{Client: client, Policy: c.Retry}
-		server := httpapi.ServerURL(base)
+		server := httpapi.ServerURL(t.URL)
 		rngs := make([]*rand.Rand, c.GetWorkers)
 		for w := range rngs {
 			rngs[w] = caseRand(c.Seed, k, w)
@@ -388,11 +466,14 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			}, false)
 		}
 		stop := p.Start(ctx, label, n)
-		start := time.Now()
-		res := Repeat(ctx, c.GetWorkers, c.GetRequests, call, p.Observe)
-		wall := time.Since(start)
+		cpu = measure(ctx, c, t, http.MethodGet, func() int {
+			start := time.Now()
+			res = Repeat(ctx, c.GetWorkers, c.GetRequests, call, p.Observe)
+			wall = time.Since(start)
+			return len(res)
+		})
 		stop()
-		return res, wall
+		return res, wall, cpu
 	}
 	var all []Result
 	for k, gc := range GetCases {
@@ -401,13 +482,15 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		}
 		var baseline Summary
 		if c.Baseline {
-			res, wall := load(k, gc, baseURL, "baseline "+gc.Name)
-			baseline = Summarize(gc.Name+" baseline (trivial in-process 200 server)", http.MethodGet, res, wall, true)
+			res, wall, cpu := load(k, gc, base, "baseline "+gc.Name)
+			baseline = Summarize(gc.Name+" baseline (trivial 200 server, a process of its own)", http.MethodGet, res, wall, true)
+			baseline.CPU = cpu
 			baseline.Print(stdout)
 			fmt.Fprintln(stdout)
 		}
-		res, wall := load(k, gc, c.URL, gc.Name)
+		res, wall, cpu := load(k, gc, svc, gc.Name)
 		s := Summarize(gc.Name, http.MethodGet, res, wall, true)
+		s.CPU = cpu
 		s.Print(stdout)
 		if c.Baseline {
 			printCeiling(stdout, baseline, s)
@@ -464,23 +547,30 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	n := c.RateCount()
 	known := Known(c.Seed, c.Ranges, n)
 	loop := OpenLoop{Rate: c.Rate, Count: n, MaxInFlight: c.MaxInFlight, Grace: c.Timeout, Clock: RealClock{}}
-	baseURL, stopBaseline, err := startBaseline(c)
+	base, stopBaseline, err := startBaseline(c)
 	if err != nil {
 		fmt.Fprintln(stdout, "skiload:", err)
 		return ExitFailed
 	}
 	defer stopBaseline()
+	svc := service(c)
 	// One client per server for the whole run: its connections, once
 	// opened, serve every case.
 	svcClient, baseClient := NewHTTPClient(c.MaxInFlight, c.Timeout), NewHTTPClient(c.MaxInFlight, c.Timeout)
 	defer svcClient.CloseIdleConnections()
 	defer baseClient.CloseIdleConnections()
-	run := func(oc openCase, client *http.Client, base, label string) RateSummary {
+	run := func(oc openCase, client *http.Client, t target, label string) RateSummary {
 		rec := NewRecorder(n, oc.method == http.MethodGet, p.Observe)
 		stop := p.Start(ctx, label, n)
-		sent := loop.Run(ctx, client, oc.build(httpapi.ServerURL(base)), rec.Record)
+		var sent int
+		cpu := measure(ctx, c, t, oc.method, func() int {
+			sent = loop.Run(ctx, client, oc.build(httpapi.ServerURL(t.URL)), rec.Record)
+			return sent
+		})
 		stop()
-		return rec.Summary(fmt.Sprintf("%s, open loop %.0f/s for %s against %s", label, c.Rate, c.Duration, base), oc.method, loop, sent)
+		s := rec.Summary(fmt.Sprintf("%s, open loop %.0f/s for %s against %s", label, c.Rate, c.Duration, t.URL), oc.method, loop, sent)
+		s.CPU = cpu
+		return s
 	}
 	code := ExitOK
 	cases := openCases(c, known)
@@ -497,12 +587,12 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			fmt.Fprintln(stdout)
 		}
 		if c.Baseline {
-			b := run(oc, baseClient, baseURL, oc.name+" baseline")
+			b := run(oc, baseClient, base, oc.name+" baseline")
 			b.Print(stdout)
 			fmt.Fprintln(stdout)
 			baseline = append(baseline, b)
 		}
-		s := run(oc, svcClient, c.URL, oc.name)
+		s := run(oc, svcClient, svc, oc.name)
 		s.Print(stdout)
 		service, names = append(service, s), append(names, oc.name)
 		if s.Failed > 0 || s.NotSent() > 0 {
@@ -588,18 +678,79 @@ func BaselineHandler() http.Handler {
 	})
 }
 
-// StartBaseline serves BaselineHandler on a loopback port, returning the
-// base URL and a stop function.
-func StartBaseline() (string, func(), error) {
+// Baseline is the baseline server, running in a process of its own so
+// that its CPU is read apart from skiload's (a server sharing skiload's
+// process would share its garbage collector and scheduler too).
+type Baseline struct {
+	URL  string
+	PID  int
+	Stop func()
+}
+
+// baselineEnv, set in the environment of skiload's own executable, makes
+// it the baseline server (ServeBaselineIfAsked).
+const baselineEnv = "SKILOAD_BASELINE_SERVER"
+
+// StartBaseline starts skiload's own executable as the baseline server and
+// waits for its address.
+func StartBaseline() (Baseline, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Baseline{}, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), baselineEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return Baseline{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Baseline{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Baseline{}, err
+	}
+	stop := func() {
+		stdin.Close() // the server exits when its stdin closes
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.HasPrefix(line, "http://") {
+		stop()
+		return Baseline{}, fmt.Errorf("%s did not start as the baseline server (printed %q, %v): a test binary must call loadgen.ServeBaselineIfAsked in TestMain", exe, line, err)
+	}
+	return Baseline{URL: strings.TrimSpace(line), PID: cmd.Process.Pid, Stop: stop}, nil
+}
+
+// ServeBaselineIfAsked returns at once, unless this process was started by
+// StartBaseline: then it serves BaselineHandler on a loopback port, prints
+// its URL on stdout, and exits when its stdin closes. skiload's main (and
+// a test binary's TestMain) call it first.
+func ServeBaselineIfAsked() {
+	if os.Getenv(baselineEnv) != "1" {
+		return
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, fmt.Errorf("listen: %w", err)
+		fmt.Fprintln(os.Stderr, "skiload baseline server: listen:", err)
+		os.Exit(1)
 	}
-	srv := &http.Server{Handler: BaselineHandler(), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
+	fmt.Println("http://" + ln.Addr().String())
 	go func() {
-		defer close(done)
-		_ = srv.Serve(ln) // returns http.ErrServerClosed on Close
+		_, _ = io.Copy(io.Discard, os.Stdin) // until skiload closes it, or exits
+		os.Exit(0)
 	}()
-	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
+	srv := &http.Server{Handler: BaselineHandler(), ReadHeaderTimeout: 10 * time.Second}
+	err = srv.Serve(ln)
+	fmt.Fprintln(os.Stderr, "skiload baseline server:", err)
+	os.Exit(1)
 }

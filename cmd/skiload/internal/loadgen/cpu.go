@@ -1,0 +1,202 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
+)
+
+// CPUSource reads the CPU time (user + system) one process, or a group of
+// processes, has used so far.
+type CPUSource struct {
+	Name string
+	Read func(ctx context.Context) (time.Duration, error)
+}
+
+// MetricsCPU reads process_cpu_seconds_total from the Prometheus endpoint
+// at base + "/metrics" (the service's own, or a consumer's).
+func MetricsCPU(name string, client *http.Client, base string) CPUSource {
+	url := strings.TrimRight(base, "/") + "/metrics"
+	return CPUSource{Name: name, Read: func(ctx context.Context) (time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return cpuFromMetrics(resp.Body)
+	}}
+}
+
+// cpuFromMetrics finds process_cpu_seconds_total in a Prometheus text exposition.
+func cpuFromMetrics(r io.Reader) (time.Duration, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, fmt.Errorf("parse metrics: %w", err)
+	}
+	f, ok := families["process_cpu_seconds_total"]
+	if !ok || len(f.GetMetric()) == 0 {
+		return 0, errors.New("no process_cpu_seconds_total in the metrics")
+	}
+	return seconds(f.GetMetric()[0].GetCounter().GetValue()), nil
+}
+
+// ProcCPU sums, from /proc, the CPU time of every process whose command
+// name is comm (beam.smp for RabbitMQ, postgres for PostgreSQL's server
+// and its backends). A process that exits between two readings takes its
+// time with it, so short-lived backends are undercounted; the long-lived
+// ones of a load run are not.
+func ProcCPU(comm string) CPUSource {
+	return CPUSource{Name: comm, Read: func(context.Context) (time.Duration, error) {
+		procs, err := procfs.AllProcs()
+		if err != nil {
+			return 0, err
+		}
+		var total float64
+		found := false
+		for _, p := range procs {
+			st, err := p.Stat()
+			if err != nil || st.Comm != comm {
+				continue // gone since the listing, or another program
+			}
+			found = true
+			total += st.CPUTime()
+		}
+		if !found {
+			return 0, fmt.Errorf("no process named %s", comm)
+		}
+		return seconds(total), nil
+	}}
+}
+
+// PidCPU reads the CPU time of the process pid from /proc.
+func PidCPU(name string, pid int) CPUSource {
+	return CPUSource{Name: name, Read: func(context.Context) (time.Duration, error) {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return 0, err
+		}
+		st, err := p.Stat()
+		if err != nil {
+			return 0, err
+		}
+		return seconds(st.CPUTime()), nil
+	}}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// CPUCost is what a case cost each source, per request.
+type CPUCost struct {
+	Names []string
+	Per   []time.Duration // CPU per request of source i; valid when Err[i] is nil
+	Err   []error
+}
+
+// Total is the sum over the sources that could be read.
+func (c CPUCost) Total() time.Duration {
+	var t time.Duration
+	for i, d := range c.Per {
+		if c.Err[i] == nil {
+			t += d
+		}
+	}
+	return t
+}
+
+// Measured says whether any source could be read.
+func (c CPUCost) Measured() bool {
+	for _, err := range c.Err {
+		if err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// MeasureCPU reads every source, runs f, reads them again and divides
+// each difference by the number of requests f reports.
+func MeasureCPU(ctx context.Context, sources []CPUSource, f func() int) CPUCost {
+	before := make([]time.Duration, len(sources))
+	errs := make([]error, len(sources))
+	for i, s := range sources {
+		before[i], errs[i] = s.Read(ctx)
+	}
+	n := f()
+	cost := CPUCost{Names: make([]string, len(sources)), Per: make([]time.Duration, len(sources)), Err: errs}
+	for i, s := range sources {
+		cost.Names[i] = s.Name
+		if errs[i] != nil {
+			continue
+		}
+		after, err := s.Read(ctx)
+		switch {
+		case err != nil:
+			cost.Err[i] = err
+		case n < 1:
+			cost.Err[i] = errors.New("no request answered")
+		default:
+			cost.Per[i] = (after - before[i]) / time.Duration(n)
+		}
+	}
+	return cost
+}
+
+// Print writes one line: µs of CPU per request for each source and in total.
+func (c CPUCost) Print(w io.Writer) {
+	if len(c.Names) == 0 {
+		return
+	}
+	var parts []string
+	for i, name := range c.Names {
+		if c.Err[i] != nil {
+			parts = append(parts, fmt.Sprintf("%s n/a (%v)", name, c.Err[i]))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, us(c.Per[i])))
+	}
+	if len(c.Names) > 1 && c.Measured() {
+		parts = append(parts, fmt.Sprintf("total %.1f", us(c.Total())))
+	}
+	fmt.Fprintf(w, "CPU per request (µs): %s\n", strings.Join(parts, ", "))
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// ParseCPUMetrics reads --cpu-metrics: name=URL pairs, comma-separated.
+func ParseCPUMetrics(s string) (map[string]string, []string, error) {
+	urls := map[string]string{}
+	var order []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, url, ok := strings.Cut(part, "=")
+		if !ok || name == "" || !(strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")) {
+			return nil, nil, fmt.Errorf("--cpu-metrics %q: want name=http://host:port, comma-separated", part)
+		}
+		if _, dup := urls[name]; dup {
+			return nil, nil, fmt.Errorf("--cpu-metrics: %s named twice", name)
+		}
+		urls[name] = url
+		order = append(order, name)
+	}
+	return urls, order, nil
+}

@@ -1,0 +1,160 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skidata/skidata/adapters/httpapi"
+)
+
+// TestMain lets this test binary serve as the baseline's server process.
+func TestMain(m *testing.M) {
+	ServeBaselineIfAsked()
+	os.Exit(m.Run())
+}
+
+func TestCPUIsReadFromTheProcessCounterOfPrometheusText(t *testing.T) {
+	text := "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n" +
+		"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.25\n" +
+		"# TYPE skidata_rides_total counter\nskidata_rides_total 3\n"
+	got, err := cpuFromMetrics(strings.NewReader(text))
+	if err != nil || got != 12250*time.Millisecond {
+		t.Errorf("got %v, %v; want 12.25s", got, err)
+	}
+	if _, err := cpuFromMetrics(strings.NewReader("# TYPE skidata_rides_total counter\nskidata_rides_total 3\n")); err == nil {
+		t.Error("metrics without the process counter gave no error")
+	}
+}
+
+// fakeCPU reads the next of its values at each call.
+func fakeCPU(name string, values ...time.Duration) CPUSource {
+	return CPUSource{Name: name, Read: func(context.Context) (time.Duration, error) {
+		if len(values) == 0 {
+			return 0, errors.New("gone")
+		}
+		v := values[0]
+		values = values[1:]
+		return v, nil
+	}}
+}
+
+func TestMeasureCPUDividesEachSourcesUseByTheRequestsSent(t *testing.T) {
+	cost := MeasureCPU(context.Background(), []CPUSource{
+		fakeCPU("api", time.Second, 1800*time.Millisecond),
+		fakeCPU("postgres", 10*time.Second, 10400*time.Millisecond),
+		fakeCPU("vanished", time.Second), // unreadable after the run
+	}, func() int { return 10000 })
+	if cost.Per[0] != 80*time.Microsecond || cost.Per[1] != 40*time.Microsecond {
+		t.Errorf("per request %v; want api 80µs, postgres 40µs", cost.Per)
+	}
+	if cost.Err[2] == nil || cost.Total() != 120*time.Microsecond {
+		t.Errorf("unreadable source: err %v, total %v; want an error and a total of the other two, 120µs", cost.Err[2], cost.Total())
+	}
+	var b strings.Builder
+	cost.Print(&b)
+	if want := "CPU per request (µs): api 80.0, postgres 40.0, vanished n/a (gone), total 120.0\n"; b.String() != want {
+		t.Errorf("printed %q; want %q", b.String(), want)
+	}
+}
+
+// burn spends CPU in this process until it has used d more.
+func burn(t *testing.T, d time.Duration) {
+	self := PidCPU("self", os.Getpid())
+	start, err := self.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for {
+		for i := range 1_000_000 {
+			x += i
+		}
+		now, err := self.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now-start >= d {
+			_ = x
+			return
+		}
+	}
+}
+
+// TestProcCPUCountsEveryProcessOfThatName: the sum over this test binary's
+// name includes at least what this process alone used in between.
+func TestProcCPUCountsEveryProcessOfThatName(t *testing.T) {
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := ProcCPU(strings.TrimSpace(string(comm)))
+	before, err := byName.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	burn(t, 100*time.Millisecond)
+	after, err := byName.Read(context.Background())
+	if err != nil || after-before < 100*time.Millisecond {
+		t.Errorf("processes named %s used %v over a 100ms burn (%v); want at least 100ms", comm, after-before, err)
+	}
+	if _, err := ProcCPU("no-such-program").Read(context.Background()); err == nil || !strings.Contains(err.Error(), "no process named no-such-program") {
+		t.Errorf("unknown program: %v; want an error naming it", err)
+	}
+}
+
+// TestBaselineRunsInAProcessOfItsOwn: its CPU is read apart from skiload's.
+func TestBaselineRunsInAProcessOfItsOwn(t *testing.T) {
+	b, err := StartBaseline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	if b.PID == os.Getpid() || b.PID <= 0 {
+		t.Fatalf("baseline pid %d; want another process than this one (%d)", b.PID, os.Getpid())
+	}
+	cost := MeasureCPU(context.Background(), []CPUSource{PidCPU("baseline", b.PID)}, func() int {
+		client := NewHTTPClient(1, 10*time.Second)
+		defer client.CloseIdleConnections()
+		for range 200 {
+			req, err := postRequest(httpapi.ServerURL(b.URL), Ride{ResortID: 1, Season: 2024, Day: 1, SkierID: 1, Time: 1, LiftID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("baseline answered %d; want 201", resp.StatusCode)
+			}
+		}
+		return 200
+	})
+	if cost.Err[0] != nil {
+		t.Errorf("baseline CPU unreadable: %v", cost.Err[0])
+	}
+	b.Stop()
+	if _, err := os.Stat("/proc/" + itoa(int32(b.PID)) + "/stat"); err == nil {
+		if st, _ := os.ReadFile("/proc/" + itoa(int32(b.PID)) + "/stat"); !strings.Contains(string(st), ") Z ") {
+			t.Errorf("baseline process %d still runs after Stop", b.PID)
+		}
+	}
+}
+
+func TestCPUMetricsFlagIsNameEqualsURL(t *testing.T) {
+	urls, order, err := ParseCPUMetrics("consumer=http://127.0.0.1:8081, other=https://h:1")
+	if err != nil || len(order) != 2 || urls["consumer"] != "http://127.0.0.1:8081" || urls["other"] != "https://h:1" {
+		t.Errorf("got %v %v %v", urls, order, err)
+	}
+	for _, bad := range []string{"consumer", "=http://x", "c=127.0.0.1:1", "c=http://a,c=http://b"} {
+		if _, _, err := ParseCPUMetrics(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
