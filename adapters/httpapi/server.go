@@ -66,10 +66,19 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
 	// route matched; unmatched requests are not recorded, so that random
-	// paths cannot grow the table.
+	// paths cannot grow the table. A HEAD is served by its GET route and
+	// recorded as a HEAD of that route.
 	if r.Pattern != "" {
-		s.stats.Observe(strings.TrimPrefix(r.Pattern, r.Method+" "), r.Method, rec.status, time.Since(start))
+		s.stats.Observe(routeOf(r.Pattern), r.Method, rec.status, time.Since(start))
 	}
+}
+
+// routeOf is a pattern's path: "GET /resorts" is "/resorts".
+func routeOf(pattern string) string {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		return path
+	}
+	return pattern
 }
 
 // recorder remembers the status, and turns the router's own plain-text 404

@@ -168,3 +168,19 @@ func TestEveryOperationWithABodyHasAStrictRule(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadIsRecordedAsAHeadOfItsRoute: a HEAD is served by the GET route,
+// and /statistics and /metrics must show it as a HEAD of the path, not as
+// a route named "GET /statistics".
+func TestHeadIsRecordedAsAHeadOfItsRoute(t *testing.T) {
+	stats := &statsRec{}
+	srv := serve(t, nil, stats)
+	resp, err := http.Head(srv.URL + "/statistics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(stats.routes) != 1 || stats.routes[0] != "HEAD /statistics" {
+		t.Errorf("observed %q; want [\"HEAD /statistics\"]", stats.routes)
+	}
+}

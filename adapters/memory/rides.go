@@ -41,9 +41,12 @@ type skierResort struct {
 // a few seasons per resort, and under load nearly every ride opens a new
 // skier-season, so an inner map per key was an allocation-heavy part of the
 // write path (profiled at 2-3% of the server's CPU under skiload).
+//
+// A ride already stored is found among its skier-day's rides (a few dozen
+// at most) rather than in a set of every ride, which cost a map insert per
+// ride and the store's largest map.
 type RideStore struct {
 	mu       sync.RWMutex
-	seen     map[domain.LiftRide]struct{}
 	skiers   map[resortDay]map[domain.SkierID]struct{}
 	dayRides map[skierDay][]domain.LiftRide
 	days     map[skierSeason][]int                   // ascending, distinct
@@ -55,7 +58,6 @@ var _ ports.RideStore = (*RideStore)(nil)
 // NewRideStore returns an empty store.
 func NewRideStore() *RideStore {
 	return &RideStore{
-		seen:     map[domain.LiftRide]struct{}{},
 		skiers:   map[resortDay]map[domain.SkierID]struct{}{},
 		dayRides: map[skierDay][]domain.LiftRide{},
 		days:     map[skierSeason][]int{},
@@ -71,17 +73,19 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rides {
-		if _, dup := s.seen[r]; dup {
+		sd := skierDay{r.SkierID(), r.SeasonID(), r.DayID()}
+		ofDay := s.dayRides[sd]
+		if slices.Contains(ofDay, r) {
 			continue
 		}
-		s.seen[r] = struct{}{}
+		s.dayRides[sd] = append(ofDay, r)
 		rd := resortDay{r.ResortID(), r.SeasonID(), r.DayID()}
-		if s.skiers[rd] == nil {
-			s.skiers[rd] = map[domain.SkierID]struct{}{}
+		skiers := s.skiers[rd]
+		if skiers == nil {
+			skiers = map[domain.SkierID]struct{}{}
+			s.skiers[rd] = skiers
 		}
-		s.skiers[rd][r.SkierID()] = struct{}{}
-		sd := skierDay{r.SkierID(), r.SeasonID(), r.DayID()}
-		s.dayRides[sd] = append(s.dayRides[sd], r)
+		skiers[r.SkierID()] = struct{}{}
 		ss := skierSeason{r.SkierID(), r.SeasonID()}
 		days := s.days[ss]
 		if i, found := slices.BinarySearch(days, r.DayID()); !found {

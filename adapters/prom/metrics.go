@@ -3,6 +3,7 @@ package prom
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 type Metrics struct {
 	reg          *prometheus.Registry
 	requests     *prometheus.CounterVec
+	series       sync.Map // requestKey -> *requestSeries
 	latency      *prometheus.HistogramVec
 	queueDepth   prometheus.Gauge
 	queueMsgs    prometheus.Gauge
@@ -124,9 +126,33 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveRequest implements ports.Metrics.
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
-	s := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, s).Inc()
-	m.latency.WithLabelValues(route, method, s).Observe(d.Seconds())
+	key := requestKey{route, method, status}
+	v, ok := m.series.Load(key)
+	if !ok {
+		s := strconv.Itoa(status)
+		v, _ = m.series.LoadOrStore(key, &requestSeries{
+			count:   m.requests.WithLabelValues(route, method, s),
+			latency: m.latency.WithLabelValues(route, method, s),
+		})
+	}
+	rs := v.(*requestSeries)
+	rs.count.Inc()
+	rs.latency.Observe(d.Seconds())
+}
+
+// requestKey names one series of the request metrics. Routes are the
+// router's templates and only matched requests are observed, so the set
+// stays small.
+type requestKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are a key's two series, looked up once: the vectors'
+// WithLabelValues hashes every label on every call.
+type requestSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 // SetQueueDepth implements ports.Metrics.

