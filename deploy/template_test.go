@@ -385,6 +385,43 @@ func TestTemplateAlarmsOnEveryTableThrottle(t *testing.T) {
 	}
 }
 
+// resourceEntries are the whole resources of a type (Type, Properties,
+// DeletionPolicy, CreationPolicy, UpdatePolicy...), by logical id: what
+// resources() leaves out.
+func resourceEntries(t *testing.T, tpl map[string]any, typ string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for name, r := range tpl["Resources"].(map[string]any) {
+		if res, _ := r.(map[string]any); res["Type"] == typ {
+			out[name] = res
+		}
+	}
+	return out
+}
+
+// Every table outlives a stack deletion and a replacement, and DynamoDB
+// refuses to delete it while deletion protection is on; only a failed first
+// create removes it (RetainExceptOnCreate), so that creating the stack
+// again does not fail with "already exists".
+func TestTemplateTablesSurviveDeletionButNotAFailedFirstCreate(t *testing.T) {
+	tables := resourceEntries(t, loadTemplate(t), "AWS::DynamoDB::Table")
+	if len(tables) == 0 {
+		t.Fatal("no table")
+	}
+	for name, r := range tables {
+		if r["DeletionPolicy"] != "RetainExceptOnCreate" {
+			t.Errorf("table %s: DeletionPolicy is %v; want RetainExceptOnCreate", name, r["DeletionPolicy"])
+		}
+		if r["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("table %s: UpdateReplacePolicy is %v; want Retain (a replacement keeps the old table)", name, r["UpdateReplacePolicy"])
+		}
+		props, _ := r["Properties"].(map[string]any)
+		if props["DeletionProtectionEnabled"] != true {
+			t.Errorf("table %s: DeletionProtectionEnabled is %v; want true", name, props["DeletionProtectionEnabled"])
+		}
+	}
+}
+
 // ---- IAM -------------------------------------------------------------------
 
 // recorder is the adapter's DynamoDB client with every call's operation
