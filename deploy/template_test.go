@@ -813,6 +813,29 @@ func userData(lt map[string]any) (string, map[string]any) {
 	return "", nil
 }
 
+// The instances' image is an AMI id the operator passes (no default, not an
+// SSM parameter, which is resolved again on every stack update and would
+// replace every instance when Amazon publishes a new image), and the
+// default instance type is not a burstable one.
+func TestTemplatePinsTheImageAndDefaultsToANonBurstableType(t *testing.T) {
+	params, _ := loadTemplate(t)["Parameters"].(map[string]any)
+	ami, _ := params["AppAmi"].(map[string]any)
+	if ami["Type"] != "AWS::EC2::Image::Id" {
+		t.Errorf("AppAmi is of type %v; want AWS::EC2::Image::Id", ami["Type"])
+	}
+	if d, ok := ami["Default"]; ok {
+		t.Errorf("AppAmi has default %v; want none, so each stack names its image", d)
+	}
+	it, _ := params["InstanceType"].(map[string]any)
+	if d := str(it["Default"]); d != "c7g.large" {
+		t.Errorf("InstanceType defaults to %q; want c7g.large (arm64, as Arch, and not burstable)", d)
+	}
+	arch, _ := params["Arch"].(map[string]any)
+	if arch["Default"] != "arm64" {
+		t.Errorf("Arch defaults to %v; the default InstanceType c7g.large is arm64", arch["Default"])
+	}
+}
+
 // IMDSv2 only on every instance the stack starts: launch templates require
 // session tokens, and no bare EC2 instance (which could not say so in
 // older stacks) is left.
