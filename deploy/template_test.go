@@ -893,6 +893,30 @@ func TestTemplateBrokerIsAmazonMQClusterByDefault(t *testing.T) {
 	}
 }
 
+// The broker is patched in a weekly window the stack chooses (parameters,
+// in UTC), not at a time Amazon MQ picks.
+func TestTemplateBrokerHasAMaintenanceWindow(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	for name, b := range resources(t, tpl, "AWS::AmazonMQ::Broker") {
+		mw, _ := b["MaintenanceWindowStartTime"].(map[string]any)
+		if mw == nil {
+			t.Errorf("%s: no MaintenanceWindowStartTime", name)
+			continue
+		}
+		if mw["TimeZone"] != "UTC" {
+			t.Errorf("%s: maintenance window TimeZone %v; want UTC", name, mw["TimeZone"])
+		}
+		for field, want := range map[string]string{"DayOfWeek": "TUESDAY", "TimeOfDay": "03:00"} {
+			ref, _ := mw[field].(map[string]any)
+			p, _ := params[str(ref["Ref"])].(map[string]any)
+			if p == nil || str(p["Default"]) != want {
+				t.Errorf("%s: maintenance window %s is %v; want !Ref of a parameter defaulting to %s", name, field, mw[field], want)
+			}
+		}
+	}
+}
+
 // ---- load balancer ---------------------------------------------------------
 
 // pathMatches is the ALB's path-pattern match: * any run of characters, ?
