@@ -795,6 +795,79 @@ func TestTemplateLaunchTemplatesStartTheSystemdUnitOfTheirRole(t *testing.T) {
 	}
 }
 
+// Both groups wait for their instances to be ready, at creation and at each
+// rolling update, and the API group does not terminate instances whose
+// /readyz fails: during a broker or DynamoDB outage the load balancer stops
+// routing to them, and replacements would fail the same check.
+func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testing.T) {
+	tpl := loadTemplate(t)
+	groups := resourceEntries(t, tpl, "AWS::AutoScaling::AutoScalingGroup")
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for name, minInService := range map[string]int{"ApiGroup": 1, "ConsumerGroup": 0} {
+		g, ok := groups[name]
+		if !ok {
+			t.Errorf("auto scaling group %s missing", name)
+			continue
+		}
+		props, _ := g["Properties"].(map[string]any)
+		if props["HealthCheckType"] != "EC2" {
+			t.Errorf("%s: HealthCheckType %v; want EC2, so a failing /readyz only stops routing and never terminates instances", name, props["HealthCheckType"])
+		}
+
+		cp, _ := g["CreationPolicy"].(map[string]any)
+		rs, _ := cp["ResourceSignal"].(map[string]any)
+		if fmt.Sprint(rs["Count"]) != fmt.Sprint(props["DesiredCapacity"]) || rs["Count"] == nil {
+			t.Errorf("%s: CreationPolicy.ResourceSignal.Count is %v; want the desired capacity %v", name, rs["Count"], props["DesiredCapacity"])
+		}
+		if rs["Timeout"] != "PT15M" {
+			t.Errorf("%s: CreationPolicy.ResourceSignal.Timeout is %v; want PT15M", name, rs["Timeout"])
+		}
+
+		up, _ := g["UpdatePolicy"].(map[string]any)
+		ru, _ := up["AutoScalingRollingUpdate"].(map[string]any)
+		if ru["WaitOnResourceSignals"] != true {
+			t.Errorf("%s: rolling update does not wait on resource signals", name)
+		}
+		if ru["PauseTime"] != "PT15M" {
+			t.Errorf("%s: rolling update PauseTime is %v; want PT15M", name, ru["PauseTime"])
+		}
+		if ru["MaxBatchSize"] != 1 {
+			t.Errorf("%s: rolling update MaxBatchSize is %v; want 1 (one instance out at a time)", name, ru["MaxBatchSize"])
+		}
+		if ru["MinInstancesInService"] != minInService {
+			t.Errorf("%s: rolling update MinInstancesInService is %v; want %d", name, ru["MinInstancesInService"], minInService)
+		}
+
+		ltRef, _ := props["LaunchTemplate"].(map[string]any)
+		id, _ := ltRef["LaunchTemplateId"].(map[string]any)
+		lt, ok := lts[str(id["Ref"])]
+		if !ok {
+			t.Errorf("%s: launch template %v not found", name, ltRef["LaunchTemplateId"])
+			continue
+		}
+		ud, _ := userData(lt)
+		signal := "/opt/aws/bin/cfn-signal -e %d --stack ${AWS::StackName} --resource " + name + " --region ${AWS::Region}"
+		steps := []string{
+			"set -euo pipefail\n",
+			"dnf install -y aws-cfn-bootstrap\n",
+			"trap '" + fmt.Sprintf(signal, 1) + "' ERR\n",
+			"aws s3 cp",
+			"systemctl enable --now skiapi-$ROLE.service\n",
+			"timeout 600 bash -c 'until curl -fsS -o /dev/null --max-time 5 http://127.0.0.1:8080/readyz; do sleep 5; done'\n",
+			fmt.Sprintf(signal, 0) + "\n",
+		}
+		at := 0
+		for _, step := range steps {
+			i := strings.Index(ud[at:], step)
+			if i < 0 {
+				t.Errorf("%s: user-data lacks %q after what precedes it (in this order: %q)", name, step, steps)
+				break
+			}
+			at += i + len(step)
+		}
+	}
+}
+
 // userData is a launch template's user-data script and the variables of its
 // !Sub (none for the one-argument form).
 func userData(lt map[string]any) (string, map[string]any) {
