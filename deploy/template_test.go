@@ -1080,6 +1080,95 @@ func TestTemplateLoadBalancerForwardsOnlyTheAPIPaths(t *testing.T) {
 	}
 }
 
+// The load balancer writes its access logs to an encrypted, private bucket
+// of the stack that expires them, under a prefix the log delivery service
+// may write to, and is created only after that permission exists.
+func TestTemplateLoadBalancerWritesAccessLogs(t *testing.T) {
+	tpl := loadTemplate(t)
+	lbs := resourceEntries(t, tpl, "AWS::ElasticLoadBalancingV2::LoadBalancer")
+	buckets := resources(t, tpl, "AWS::S3::Bucket")
+	policies := resources(t, tpl, "AWS::S3::BucketPolicy")
+	if len(lbs) == 0 {
+		t.Fatal("no load balancer")
+	}
+	for name, lb := range lbs {
+		props, _ := lb["Properties"].(map[string]any)
+		attrs := map[string]any{}
+		for _, a := range list(props["LoadBalancerAttributes"]) {
+			am, _ := a.(map[string]any)
+			attrs[str(am["Key"])] = am["Value"]
+		}
+		if attrs["access_logs.s3.enabled"] != "true" {
+			t.Errorf("%s: access_logs.s3.enabled is %v; want \"true\"", name, attrs["access_logs.s3.enabled"])
+		}
+		ref, _ := attrs["access_logs.s3.bucket"].(map[string]any)
+		bucketName := str(ref["Ref"])
+		bucket, ok := buckets[bucketName]
+		if !ok {
+			t.Errorf("%s: access_logs.s3.bucket is %v; want !Ref of a bucket of the stack", name, attrs["access_logs.s3.bucket"])
+			continue
+		}
+		prefix := str(attrs["access_logs.s3.prefix"])
+		if prefix == "" {
+			t.Errorf("%s: no access_logs.s3.prefix", name)
+		}
+
+		enc, _ := bucket["BucketEncryption"].(map[string]any)
+		var sse []string
+		for _, r := range list(enc["ServerSideEncryptionConfiguration"]) {
+			d, _ := r.(map[string]any)["ServerSideEncryptionByDefault"].(map[string]any)
+			sse = append(sse, str(d["SSEAlgorithm"]))
+		}
+		if !slices.Equal(sse, []string{"AES256"}) {
+			t.Errorf("bucket %s: encryption %v; want SSE-S3 (AES256), the only one the load balancer writes with", bucketName, sse)
+		}
+		pab, _ := bucket["PublicAccessBlockConfiguration"].(map[string]any)
+		for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+			if pab[k] != true {
+				t.Errorf("bucket %s: PublicAccessBlockConfiguration.%s is %v; want true", bucketName, k, pab[k])
+			}
+		}
+		lc, _ := bucket["LifecycleConfiguration"].(map[string]any)
+		expires := false
+		for _, r := range list(lc["Rules"]) {
+			rm, _ := r.(map[string]any)
+			days, _ := rm["ExpirationInDays"].(int)
+			expires = expires || (rm["Status"] == "Enabled" && days > 0)
+		}
+		if !expires {
+			t.Errorf("bucket %s: no enabled lifecycle rule expires the logs", bucketName)
+		}
+
+		var policy string
+		for pname, p := range policies {
+			if b, _ := p["Bucket"].(map[string]any); str(b["Ref"]) != bucketName {
+				continue
+			}
+			policy = pname
+			doc, _ := p["PolicyDocument"].(map[string]any)
+			want := "arn:${AWS::Partition}:s3:::${" + bucketName + "}/" + prefix + "/AWSLogs/${AWS::AccountId}/*"
+			granted := false
+			for _, st := range list(doc["Statement"]) {
+				sm, _ := st.(map[string]any)
+				principal, _ := sm["Principal"].(map[string]any)
+				res, _ := sm["Resource"].(map[string]any)
+				granted = granted || (sm["Effect"] == "Allow" &&
+					principal["Service"] == "logdelivery.elasticloadbalancing.amazonaws.com" &&
+					slices.Equal(anyList(sm["Action"]), []any{"s3:PutObject"}) &&
+					str(res["Fn::Sub"]) == want)
+			}
+			if !granted {
+				t.Errorf("bucket policy %s: no statement allowing logdelivery.elasticloadbalancing.amazonaws.com s3:PutObject on %s", pname, want)
+			}
+		}
+		if policy == "" {
+			t.Errorf("bucket %s has no bucket policy", bucketName)
+		} else if !slices.Contains(anyList(lb["DependsOn"]), any(policy)) {
+			t.Errorf("%s: DependsOn %v; want %s (the load balancer checks its write access when logging is turned on)", name, lb["DependsOn"], policy)
+		}
+	}
+}
+
 // Port 80 answers only with a redirect to HTTPS.
 func TestTemplateHTTPRedirectsToHTTPS(t *testing.T) {
 	tpl := loadTemplate(t)
