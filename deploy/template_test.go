@@ -990,6 +990,44 @@ func TestTemplateBrokerHasAMaintenanceWindow(t *testing.T) {
 	}
 }
 
+// The DynamoDB and S3 gateway endpoints are created only when the
+// CreateGatewayEndpoints parameter says so (default true): in a VPC whose
+// route tables already have them, adding them again fails the create.
+func TestTemplateGatewayEndpointsAreOptional(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	p, _ := params["CreateGatewayEndpoints"].(map[string]any)
+	if str(p["Default"]) != "true" || fmt.Sprint(list(p["AllowedValues"])) != "[true false]" {
+		t.Errorf("parameter CreateGatewayEndpoints is %v; want AllowedValues [true, false], default true", p)
+	}
+	cond := ""
+	for name, c := range asMap(tpl["Conditions"]) {
+		if fmt.Sprint(c) == fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "CreateGatewayEndpoints"}, "true"}}) {
+			cond = name
+		}
+	}
+	if cond == "" {
+		t.Fatal("no condition !Equals [!Ref CreateGatewayEndpoints, \"true\"]")
+	}
+	endpoints := resourceEntries(t, tpl, "AWS::EC2::VPCEndpoint")
+	var services []string
+	for name, e := range endpoints {
+		props, _ := e["Properties"].(map[string]any)
+		if props["VpcEndpointType"] != "Gateway" {
+			continue
+		}
+		sub, _ := props["ServiceName"].(map[string]any)
+		services = append(services, str(sub["Fn::Sub"]))
+		if e["Condition"] != cond {
+			t.Errorf("gateway endpoint %s: Condition %v; want %s", name, e["Condition"], cond)
+		}
+	}
+	sort.Strings(services)
+	if want := []string{"com.amazonaws.${AWS::Region}.dynamodb", "com.amazonaws.${AWS::Region}.s3"}; !slices.Equal(services, want) {
+		t.Errorf("gateway endpoints for %v; want %v", services, want)
+	}
+}
+
 // ---- load balancer ---------------------------------------------------------
 
 // pathMatches is the ALB's path-pattern match: * any run of characters, ?
