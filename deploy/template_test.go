@@ -385,6 +385,43 @@ func TestTemplateAlarmsOnEveryTableThrottle(t *testing.T) {
 	}
 }
 
+// resourceEntries are the whole resources of a type (Type, Properties,
+// DeletionPolicy, CreationPolicy, UpdatePolicy...), by logical id: what
+// resources() leaves out.
+func resourceEntries(t *testing.T, tpl map[string]any, typ string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for name, r := range tpl["Resources"].(map[string]any) {
+		if res, _ := r.(map[string]any); res["Type"] == typ {
+			out[name] = res
+		}
+	}
+	return out
+}
+
+// Every table outlives a stack deletion and a replacement, and DynamoDB
+// refuses to delete it while deletion protection is on; only a failed first
+// create removes it (RetainExceptOnCreate), so that creating the stack
+// again does not fail with "already exists".
+func TestTemplateTablesSurviveDeletionButNotAFailedFirstCreate(t *testing.T) {
+	tables := resourceEntries(t, loadTemplate(t), "AWS::DynamoDB::Table")
+	if len(tables) == 0 {
+		t.Fatal("no table")
+	}
+	for name, r := range tables {
+		if r["DeletionPolicy"] != "RetainExceptOnCreate" {
+			t.Errorf("table %s: DeletionPolicy is %v; want RetainExceptOnCreate", name, r["DeletionPolicy"])
+		}
+		if r["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("table %s: UpdateReplacePolicy is %v; want Retain (a replacement keeps the old table)", name, r["UpdateReplacePolicy"])
+		}
+		props, _ := r["Properties"].(map[string]any)
+		if props["DeletionProtectionEnabled"] != true {
+			t.Errorf("table %s: DeletionProtectionEnabled is %v; want true", name, props["DeletionProtectionEnabled"])
+		}
+	}
+}
+
 // ---- IAM -------------------------------------------------------------------
 
 // recorder is the adapter's DynamoDB client with every call's operation
@@ -758,6 +795,79 @@ func TestTemplateLaunchTemplatesStartTheSystemdUnitOfTheirRole(t *testing.T) {
 	}
 }
 
+// Both groups wait for their instances to be ready, at creation and at each
+// rolling update, and the API group does not terminate instances whose
+// /readyz fails: during a broker or DynamoDB outage the load balancer stops
+// routing to them, and replacements would fail the same check.
+func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testing.T) {
+	tpl := loadTemplate(t)
+	groups := resourceEntries(t, tpl, "AWS::AutoScaling::AutoScalingGroup")
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for name, minInService := range map[string]int{"ApiGroup": 1, "ConsumerGroup": 0} {
+		g, ok := groups[name]
+		if !ok {
+			t.Errorf("auto scaling group %s missing", name)
+			continue
+		}
+		props, _ := g["Properties"].(map[string]any)
+		if props["HealthCheckType"] != "EC2" {
+			t.Errorf("%s: HealthCheckType %v; want EC2, so a failing /readyz only stops routing and never terminates instances", name, props["HealthCheckType"])
+		}
+
+		cp, _ := g["CreationPolicy"].(map[string]any)
+		rs, _ := cp["ResourceSignal"].(map[string]any)
+		if fmt.Sprint(rs["Count"]) != fmt.Sprint(props["DesiredCapacity"]) || rs["Count"] == nil {
+			t.Errorf("%s: CreationPolicy.ResourceSignal.Count is %v; want the desired capacity %v", name, rs["Count"], props["DesiredCapacity"])
+		}
+		if rs["Timeout"] != "PT15M" {
+			t.Errorf("%s: CreationPolicy.ResourceSignal.Timeout is %v; want PT15M", name, rs["Timeout"])
+		}
+
+		up, _ := g["UpdatePolicy"].(map[string]any)
+		ru, _ := up["AutoScalingRollingUpdate"].(map[string]any)
+		if ru["WaitOnResourceSignals"] != true {
+			t.Errorf("%s: rolling update does not wait on resource signals", name)
+		}
+		if ru["PauseTime"] != "PT15M" {
+			t.Errorf("%s: rolling update PauseTime is %v; want PT15M", name, ru["PauseTime"])
+		}
+		if ru["MaxBatchSize"] != 1 {
+			t.Errorf("%s: rolling update MaxBatchSize is %v; want 1 (one instance out at a time)", name, ru["MaxBatchSize"])
+		}
+		if ru["MinInstancesInService"] != minInService {
+			t.Errorf("%s: rolling update MinInstancesInService is %v; want %d", name, ru["MinInstancesInService"], minInService)
+		}
+
+		ltRef, _ := props["LaunchTemplate"].(map[string]any)
+		id, _ := ltRef["LaunchTemplateId"].(map[string]any)
+		lt, ok := lts[str(id["Ref"])]
+		if !ok {
+			t.Errorf("%s: launch template %v not found", name, ltRef["LaunchTemplateId"])
+			continue
+		}
+		ud, _ := userData(lt)
+		signal := "/opt/aws/bin/cfn-signal -e %d --stack ${AWS::StackName} --resource " + name + " --region ${AWS::Region}"
+		steps := []string{
+			"set -euo pipefail\n",
+			"dnf install -y aws-cfn-bootstrap\n",
+			"trap '" + fmt.Sprintf(signal, 1) + "' ERR\n",
+			"aws s3 cp",
+			"systemctl enable --now skiapi-$ROLE.service\n",
+			"timeout 600 bash -c 'until curl -fsS -o /dev/null --max-time 5 http://127.0.0.1:8080/readyz; do sleep 5; done'\n",
+			fmt.Sprintf(signal, 0) + "\n",
+		}
+		at := 0
+		for _, step := range steps {
+			i := strings.Index(ud[at:], step)
+			if i < 0 {
+				t.Errorf("%s: user-data lacks %q after what precedes it (in this order: %q)", name, step, steps)
+				break
+			}
+			at += i + len(step)
+		}
+	}
+}
+
 // userData is a launch template's user-data script and the variables of its
 // !Sub (none for the one-argument form).
 func userData(lt map[string]any) (string, map[string]any) {
@@ -774,6 +884,29 @@ func userData(lt map[string]any) (string, map[string]any) {
 		}
 	}
 	return "", nil
+}
+
+// The instances' image is an AMI id the operator passes (no default, not an
+// SSM parameter, which is resolved again on every stack update and would
+// replace every instance when Amazon publishes a new image), and the
+// default instance type is not a burstable one.
+func TestTemplatePinsTheImageAndDefaultsToANonBurstableType(t *testing.T) {
+	params, _ := loadTemplate(t)["Parameters"].(map[string]any)
+	ami, _ := params["AppAmi"].(map[string]any)
+	if ami["Type"] != "AWS::EC2::Image::Id" {
+		t.Errorf("AppAmi is of type %v; want AWS::EC2::Image::Id", ami["Type"])
+	}
+	if d, ok := ami["Default"]; ok {
+		t.Errorf("AppAmi has default %v; want none, so each stack names its image", d)
+	}
+	it, _ := params["InstanceType"].(map[string]any)
+	if d := str(it["Default"]); d != "c7g.large" {
+		t.Errorf("InstanceType defaults to %q; want c7g.large (arm64, as Arch, and not burstable)", d)
+	}
+	arch, _ := params["Arch"].(map[string]any)
+	if arch["Default"] != "arm64" {
+		t.Errorf("Arch defaults to %v; the default InstanceType c7g.large is arm64", arch["Default"])
+	}
 }
 
 // IMDSv2 only on every instance the stack starts: launch templates require
@@ -830,6 +963,68 @@ func TestTemplateBrokerIsAmazonMQClusterByDefault(t *testing.T) {
 		if to, _ := sg["DestinationSecurityGroupId"].(map[string]any); str(to["Ref"]) == "BrokerSG" && sg["FromPort"] != 5671 {
 			t.Errorf("%s opens port %v to the broker; want 5671 (AMQPS) only", name, sg["FromPort"])
 		}
+	}
+}
+
+// The broker is patched in a weekly window the stack chooses (parameters,
+// in UTC), not at a time Amazon MQ picks.
+func TestTemplateBrokerHasAMaintenanceWindow(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	for name, b := range resources(t, tpl, "AWS::AmazonMQ::Broker") {
+		mw, _ := b["MaintenanceWindowStartTime"].(map[string]any)
+		if mw == nil {
+			t.Errorf("%s: no MaintenanceWindowStartTime", name)
+			continue
+		}
+		if mw["TimeZone"] != "UTC" {
+			t.Errorf("%s: maintenance window TimeZone %v; want UTC", name, mw["TimeZone"])
+		}
+		for field, want := range map[string]string{"DayOfWeek": "TUESDAY", "TimeOfDay": "03:00"} {
+			ref, _ := mw[field].(map[string]any)
+			p, _ := params[str(ref["Ref"])].(map[string]any)
+			if p == nil || str(p["Default"]) != want {
+				t.Errorf("%s: maintenance window %s is %v; want !Ref of a parameter defaulting to %s", name, field, mw[field], want)
+			}
+		}
+	}
+}
+
+// The DynamoDB and S3 gateway endpoints are created only when the
+// CreateGatewayEndpoints parameter says so (default true): in a VPC whose
+// route tables already have them, adding them again fails the create.
+func TestTemplateGatewayEndpointsAreOptional(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	p, _ := params["CreateGatewayEndpoints"].(map[string]any)
+	if str(p["Default"]) != "true" || fmt.Sprint(list(p["AllowedValues"])) != "[true false]" {
+		t.Errorf("parameter CreateGatewayEndpoints is %v; want AllowedValues [true, false], default true", p)
+	}
+	cond := ""
+	for name, c := range asMap(tpl["Conditions"]) {
+		if fmt.Sprint(c) == fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "CreateGatewayEndpoints"}, "true"}}) {
+			cond = name
+		}
+	}
+	if cond == "" {
+		t.Fatal("no condition !Equals [!Ref CreateGatewayEndpoints, \"true\"]")
+	}
+	endpoints := resourceEntries(t, tpl, "AWS::EC2::VPCEndpoint")
+	var services []string
+	for name, e := range endpoints {
+		props, _ := e["Properties"].(map[string]any)
+		if props["VpcEndpointType"] != "Gateway" {
+			continue
+		}
+		sub, _ := props["ServiceName"].(map[string]any)
+		services = append(services, str(sub["Fn::Sub"]))
+		if e["Condition"] != cond {
+			t.Errorf("gateway endpoint %s: Condition %v; want %s", name, e["Condition"], cond)
+		}
+	}
+	sort.Strings(services)
+	if want := []string{"com.amazonaws.${AWS::Region}.dynamodb", "com.amazonaws.${AWS::Region}.s3"}; !slices.Equal(services, want) {
+		t.Errorf("gateway endpoints for %v; want %v", services, want)
 	}
 }
 
@@ -919,6 +1114,95 @@ func TestTemplateLoadBalancerForwardsOnlyTheAPIPaths(t *testing.T) {
 			if pathMatches(p, path) {
 				t.Errorf("%s reaches the API through the load balancer (pattern %s)", path, p)
 			}
+		}
+	}
+}
+
+// The load balancer writes its access logs to an encrypted, private bucket
+// of the stack that expires them, under a prefix the log delivery service
+// may write to, and is created only after that permission exists.
+func TestTemplateLoadBalancerWritesAccessLogs(t *testing.T) {
+	tpl := loadTemplate(t)
+	lbs := resourceEntries(t, tpl, "AWS::ElasticLoadBalancingV2::LoadBalancer")
+	buckets := resources(t, tpl, "AWS::S3::Bucket")
+	policies := resources(t, tpl, "AWS::S3::BucketPolicy")
+	if len(lbs) == 0 {
+		t.Fatal("no load balancer")
+	}
+	for name, lb := range lbs {
+		props, _ := lb["Properties"].(map[string]any)
+		attrs := map[string]any{}
+		for _, a := range list(props["LoadBalancerAttributes"]) {
+			am, _ := a.(map[string]any)
+			attrs[str(am["Key"])] = am["Value"]
+		}
+		if attrs["access_logs.s3.enabled"] != "true" {
+			t.Errorf("%s: access_logs.s3.enabled is %v; want \"true\"", name, attrs["access_logs.s3.enabled"])
+		}
+		ref, _ := attrs["access_logs.s3.bucket"].(map[string]any)
+		bucketName := str(ref["Ref"])
+		bucket, ok := buckets[bucketName]
+		if !ok {
+			t.Errorf("%s: access_logs.s3.bucket is %v; want !Ref of a bucket of the stack", name, attrs["access_logs.s3.bucket"])
+			continue
+		}
+		prefix := str(attrs["access_logs.s3.prefix"])
+		if prefix == "" {
+			t.Errorf("%s: no access_logs.s3.prefix", name)
+		}
+
+		enc, _ := bucket["BucketEncryption"].(map[string]any)
+		var sse []string
+		for _, r := range list(enc["ServerSideEncryptionConfiguration"]) {
+			d, _ := r.(map[string]any)["ServerSideEncryptionByDefault"].(map[string]any)
+			sse = append(sse, str(d["SSEAlgorithm"]))
+		}
+		if !slices.Equal(sse, []string{"AES256"}) {
+			t.Errorf("bucket %s: encryption %v; want SSE-S3 (AES256), the only one the load balancer writes with", bucketName, sse)
+		}
+		pab, _ := bucket["PublicAccessBlockConfiguration"].(map[string]any)
+		for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+			if pab[k] != true {
+				t.Errorf("bucket %s: PublicAccessBlockConfiguration.%s is %v; want true", bucketName, k, pab[k])
+			}
+		}
+		lc, _ := bucket["LifecycleConfiguration"].(map[string]any)
+		expires := false
+		for _, r := range list(lc["Rules"]) {
+			rm, _ := r.(map[string]any)
+			days, _ := rm["ExpirationInDays"].(int)
+			expires = expires || (rm["Status"] == "Enabled" && days > 0)
+		}
+		if !expires {
+			t.Errorf("bucket %s: no enabled lifecycle rule expires the logs", bucketName)
+		}
+
+		var policy string
+		for pname, p := range policies {
+			if b, _ := p["Bucket"].(map[string]any); str(b["Ref"]) != bucketName {
+				continue
+			}
+			policy = pname
+			doc, _ := p["PolicyDocument"].(map[string]any)
+			want := "arn:${AWS::Partition}:s3:::${" + bucketName + "}/" + prefix + "/AWSLogs/${AWS::AccountId}/*"
+			granted := false
+			for _, st := range list(doc["Statement"]) {
+				sm, _ := st.(map[string]any)
+				principal, _ := sm["Principal"].(map[string]any)
+				res, _ := sm["Resource"].(map[string]any)
+				granted = granted || (sm["Effect"] == "Allow" &&
+					principal["Service"] == "logdelivery.elasticloadbalancing.amazonaws.com" &&
+					slices.Equal(anyList(sm["Action"]), []any{"s3:PutObject"}) &&
+					str(res["Fn::Sub"]) == want)
+			}
+			if !granted {
+				t.Errorf("bucket policy %s: no statement allowing logdelivery.elasticloadbalancing.amazonaws.com s3:PutObject on %s", pname, want)
+			}
+		}
+		if policy == "" {
+			t.Errorf("bucket %s has no bucket policy", bucketName)
+		} else if !slices.Contains(anyList(lb["DependsOn"]), any(policy)) {
+			t.Errorf("%s: DependsOn %v; want %s (the load balancer checks its write access when logging is turned on)", name, lb["DependsOn"], policy)
 		}
 	}
 }
