@@ -185,3 +185,39 @@ func TestShardedConcurrentBatchesWriteAMarkerOnce(t *testing.T) {
 		t.Errorf("UniqueSkiers = %d, %v; want 1", n, err)
 	}
 }
+
+// Many skiers of one resort-day on the same marker shard: with pages of 4
+// items, UniqueSkiers must follow LastEvaluatedKey over several pages of
+// that shard (Select COUNT counts per page) and still count each skier
+// exactly once.
+func TestShardedUniqueSkiersFollowsPagesWithinAShard(t *testing.T) {
+	t.Parallel()
+	const onShard, pageLimit = 30, 4
+	s := rideStore(t, dynamo.ModelSharded, func(c *dynamo.Config) { c.PageLimit = pageLimit })
+	ctx := dynamotest.Context(t)
+	// onShard skiers on shard 0, and a few on others so that the shards'
+	// counts are added.
+	var crowded, elsewhere []domain.SkierID
+	for skier := domain.SkierID(1); len(crowded) < onShard || len(elsewhere) < 3; skier++ {
+		if dynamo.MarkerShardOf(skier) == 0 {
+			crowded = append(crowded, skier)
+		} else {
+			elsewhere = append(elsewhere, skier)
+		}
+	}
+	var rides []domain.LiftRide
+	for _, skier := range append(crowded[:onShard], elsewhere[:3]...) {
+		rides = append(rides, mustRide(t, 6, "2025", 10, skier, 100, 2))
+	}
+	if err := s.AddRides(ctx, rides); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.UniqueSkiers(ctx, 6, "2025", 10); err != nil || n != len(rides) {
+		t.Errorf("UniqueSkiers = %d, %v; want %d (%d on one shard)", n, err, len(rides), onShard)
+	}
+	// One request at least per shard, and the crowded one needs
+	// ceil(30/4) = 8 pages.
+	if got, want := s.Stats()["UniqueSkiers"].Requests, int64(dynamo.MarkerShards-1+(onShard+pageLimit-1)/pageLimit); got < want {
+		t.Errorf("UniqueSkiers sent %d Query requests; want at least %d (8 pages on the crowded shard)", got, want)
+	}
+}
