@@ -101,22 +101,22 @@ func (b *base) writeBatch(ctx context.Context, reqs []types.WriteRequest) error 
 }
 
 // putAll queues on g one BatchWriteItem (writeBatch) per 25 of xs, each
-// made an item by toItem; written, when not nil, is called with each chunk
-// once it is stored.
-func putAll[T any](ctx context.Context, g *errgroup.Group, b *base, xs []T, toItem func(T) item, written func([]T)) {
+// made an item by toItem; done, when not nil, is called with each chunk
+// and the outcome of its write, stored (nil) or not. Every chunk is
+// attempted, so done sees each of them (after a failure the others fail
+// fast on the cancelled context).
+func putAll[T any](ctx context.Context, g *errgroup.Group, b *base, xs []T, toItem func(T) item, done func([]T, error)) {
 	for chunk := range slices.Chunk(xs, batchSize) {
 		reqs := make([]types.WriteRequest, len(chunk))
 		for i, x := range chunk {
 			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: toItem(x)}}
 		}
 		g.Go(func() error {
-			if err := b.writeBatch(ctx, reqs); err != nil {
-				return err
+			err := b.writeBatch(ctx, reqs)
+			if done != nil {
+				done(chunk, err)
 			}
-			if written != nil {
-				written(chunk)
-			}
-			return nil
+			return err
 		})
 	}
 }

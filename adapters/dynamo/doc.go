@@ -1,4 +1,4 @@
-// Package dynamo is the DynamoDB store adapter: ports.RideStore in three data
+// Package dynamo is the DynamoDB store adapter: ports.RideStore in four data
 // models and a ports.ResortStore shared by all, on aws-sdk-go-v2.
 //
 // In the flow (see ARCHITECTURE.md) it sits behind the persister, which
@@ -16,6 +16,10 @@
 //     resort-day counter items, each guarded by a set of what it has
 //     counted inside the same item, so conditional updates keep them exact
 //     under redelivery without transactions.
+//   - sharded (production): one item per ride under the skier, with no
+//     index, plus one skier-day marker per resort-day under a
+//     write-sharded key, so no key of a resort-day's burst is hot;
+//     UniqueSkiers counts the markers of every shard.
 //
 // Each counts the capacity units DynamoDB reports per operation (Stats) so the
 // benchmark can report cost. Table and index definitions live in tables.go

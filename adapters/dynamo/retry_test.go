@@ -125,3 +125,50 @@ func (f *neverWritesAPI) BatchWriteItem(_ context.Context, in *dynamodb.BatchWri
 	}
 	return &dynamodb.BatchWriteItemOutput{UnprocessedItems: in.RequestItems}, nil
 }
+
+// throttledScanAPI refuses the first throttles Scans as DynamoDB does a
+// throttled request (after the SDK's own retries), then counts one item a
+// page.
+type throttledScanAPI struct {
+	API
+	calls, throttles int
+}
+
+func (f *throttledScanAPI) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	f.calls++
+	if f.calls <= f.throttles {
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("injected")}
+	}
+	return &dynamodb.ScanOutput{Count: 1}, nil
+}
+
+func TestScanRetriesThrottledRequests(t *testing.T) {
+	api := &throttledScanAPI{throttles: 3}
+	b := newBase(api, Config{Model: ModelAdopted, NewBackOff: quickBackOff}, "skierTable")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := b.CountItems(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("CountItems with 3 throttled Scans = %d, %v; want 1 after retrying", n, err)
+	}
+	if api.calls != 4 {
+		t.Errorf("Scan calls = %d; want 3 throttled and 1 answered", api.calls)
+	}
+}
+
+func TestThrottledReadGivesUpAfterReadRetryTime(t *testing.T) {
+	api := &throttledScanAPI{throttles: 1 << 30}
+	b := newBase(api, Config{Model: ModelAdopted, NewBackOff: quickBackOff, ReadRetryTime: 50 * time.Millisecond}, "skierTable")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := b.CountItems(ctx)
+	if !errors.Is(err, domain.ErrUnavailable) || !throttled(err) {
+		t.Fatalf("CountItems on a table that never stops throttling = %v; want ErrUnavailable carrying the throttle", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("the read retried until the caller's context ended; want it bounded by ReadRetryTime")
+	}
+	if api.calls < 2 {
+		t.Errorf("Scan calls = %d; want the throttled read retried before giving up", api.calls)
+	}
+}

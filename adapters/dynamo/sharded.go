@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -30,13 +30,15 @@ import (
 //     shard, so a put is idempotent and UniqueSkiers counts the items of
 //     the MarkerShards shards (Select COUNT, in parallel).
 //
-// A marker is put once per skier-day a process sees (an LRU of the markers
-// written); a redelivery or another process puts the same item again,
-// which costs a write and changes nothing.
+// A marker is written only once the rides it stands for are stored: a batch
+// that fails (and is dead-lettered in the end) leaves no marker of a
+// skier-day without rides. A process writes each marker once (markerClaims);
+// a redelivery after a forgotten claim, or another process, puts the same
+// item again, which costs a write and changes nothing.
 type ShardedStore struct {
 	AdoptedStore
 	markers base
-	seen    *lru.Cache[marker, struct{}]
+	claims  *markerClaims
 }
 
 // MarkerShards is how many partition key values one resort-day's markers
@@ -78,8 +80,69 @@ func (m marker) item() item {
 }
 
 func newSharded(b base, markers base) *ShardedStore {
-	seen, _ := lru.New[marker, struct{}](seenMarkers) // size > 0: no error
-	return &ShardedStore{AdoptedStore: AdoptedStore{base: b}, markers: markers, seen: seen}
+	return &ShardedStore{AdoptedStore: AdoptedStore{base: b}, markers: markers, claims: newMarkerClaims(seenMarkers)}
+}
+
+// markerClaims is what a process knows of its marker writes: those stored
+// (an LRU, so a forgotten one is only written again) and those being
+// written now by some AddRides. A marker is claimed under the lock before
+// it is written, so of concurrent batches of one skier-day only the first
+// writes it; the others wait for that write, and take the marker over if
+// it fails.
+type markerClaims struct {
+	mu       sync.Mutex
+	written  *lru.Cache[marker, struct{}]
+	inFlight map[marker]*markerClaim
+}
+
+// markerClaim is one marker write in flight; ok is set before done is
+// closed.
+type markerClaim struct {
+	done chan struct{}
+	ok   bool
+}
+
+func newMarkerClaims(size int) *markerClaims {
+	written, _ := lru.New[marker, struct{}](size) // size > 0: no error
+	return &markerClaims{written: written, inFlight: map[marker]*markerClaim{}}
+}
+
+// claim drops from ms the markers already written and returns those the
+// caller now holds and must write (then settle), and the writes of other
+// callers in flight for the rest.
+func (c *markerClaims) claim(ms []marker) (mine []marker, others map[marker]*markerClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	others = map[marker]*markerClaim{}
+	for _, m := range ms {
+		switch cl, busy := c.inFlight[m]; {
+		case c.written.Contains(m):
+		case busy:
+			others[m] = cl
+		default:
+			c.inFlight[m] = &markerClaim{done: make(chan struct{})}
+			mine = append(mine, m)
+		}
+	}
+	return mine, others
+}
+
+// settle ends the caller's claims of ms: remembered as written when ok,
+// released otherwise so that a retry, or a batch waiting on them, writes
+// them.
+func (c *markerClaims) settle(ms []marker, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range ms {
+		if ok {
+			c.written.Add(m, struct{}{})
+		}
+		if cl := c.inFlight[m]; cl != nil {
+			cl.ok = ok
+			close(cl.done)
+			delete(c.inFlight, m)
+		}
+	}
 }
 
 // shardedRideItem is the adopted model's ride item without the index's
@@ -90,28 +153,64 @@ func shardedRideItem(r domain.LiftRide) item {
 	return it
 }
 
-// AddRides puts the ride items and the markers not yet written, 25 a
-// request, both at once: a put of the same item again is harmless, so a
-// redelivered batch writes the same items and counts nothing twice.
+// AddRides puts the ride items, 25 a request, and once they are all
+// stored the markers of their skier-days: a put of the same item again is
+// harmless, so a redelivered batch writes the same items and counts
+// nothing twice, and a batch that fails leaves no marker for rides that
+// may never be stored.
 func (s *ShardedStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	unique := dedupe(rides)
-	var markers []marker
-	for _, r := range unique {
-		m := marker{resort: r.ResortID(), season: r.SeasonID(), day: r.DayID(), skier: r.SkierID()}
-		if !s.seen.Contains(m) && !slices.Contains(markers, m) {
-			markers = append(markers, m)
-		}
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
 	putAll(gctx, g, &s.base, unique, shardedRideItem, nil)
-	putAll(gctx, g, &s.markers, markers, marker.item, func(written []marker) {
-		for _, m := range written {
-			s.seen.Add(m, struct{}{})
-		}
-	})
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("add %d rides to %s and %s: %w", len(rides), s.table, s.markers.table, err)
+		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
+	}
+	if err := s.writeMarkers(ctx, markersOf(unique)); err != nil {
+		return fmt.Errorf("add the skier-day markers of %d rides to %s: %w", len(rides), s.markers.table, err)
+	}
+	return nil
+}
+
+// markersOf lists the distinct skier-days of rides.
+func markersOf(rides []domain.LiftRide) []marker {
+	seen := make(map[marker]struct{}, len(rides))
+	var ms []marker
+	for _, r := range rides {
+		m := marker{resort: r.ResortID(), season: r.SeasonID(), day: r.DayID(), skier: r.SkierID()}
+		if _, dup := seen[m]; !dup {
+			seen[m] = struct{}{}
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// writeMarkers makes sure every marker of ms is stored: it writes those it
+// claims and waits for the writes other batches have in flight, taking
+// over those that fail.
+func (s *ShardedStore) writeMarkers(ctx context.Context, ms []marker) error {
+	for len(ms) > 0 {
+		mine, others := s.claims.claim(ms)
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(s.concurrency)
+		putAll(gctx, g, &s.markers, mine, marker.item, func(chunk []marker, err error) {
+			s.claims.settle(chunk, err == nil)
+		})
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		ms = nil
+		for m, cl := range others {
+			select {
+			case <-cl.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !cl.ok {
+				ms = append(ms, m)
+			}
+		}
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ type Config struct {
 	// TablePrefix is put before every table name, so several deployments
 	// or models can share an account: "<prefix>skierTable".
 	TablePrefix string
-	// Model is ModelAdopted, ModelAbandoned or ModelCounters.
+	// Model is ModelAdopted, ModelAbandoned, ModelCounters or ModelSharded.
 	Model string
 	// WriteConcurrency is how many write requests AddRides keeps in flight;
 	// 0 means 4.
@@ -44,6 +44,11 @@ type Config struct {
 	// NewBackOff makes the backoff between retries of throttled requests;
 	// nil means exponential from 50 ms to 5 s with jitter. Tests shorten it.
 	NewBackOff func() backoff.BackOff
+	// ReadRetryTime bounds how long a read request (a Query or Scan page,
+	// a GetItem) DynamoDB throttles is sent again before the read fails
+	// with ErrUnavailable; 0 means 5 s. Writes retry until their context
+	// ends.
+	ReadRetryTime time.Duration
 }
 
 // Store is a RideStore that also reports its costs for the benchmark.
@@ -105,8 +110,13 @@ type base struct {
 	pageLimit   int32
 	metrics     ports.Metrics
 	newBackOff  func() backoff.BackOff
+	readRetry   time.Duration
 	*stats
 }
+
+// defaultReadRetryTime is Config.ReadRetryTime's default: well inside the
+// service's 10 s handler timeout.
+const defaultReadRetryTime = 5 * time.Second
 
 func newBase(api API, cfg Config, table string) base {
 	conc := cfg.WriteConcurrency
@@ -117,7 +127,12 @@ func newBase(api API, cfg Config, table string) base {
 	if m == nil {
 		m = ports.NopMetrics{}
 	}
-	return base{api: api, table: table, concurrency: conc, pageLimit: cfg.PageLimit, metrics: m, newBackOff: cfg.NewBackOff, stats: &stats{}}
+	readRetry := cfg.ReadRetryTime
+	if readRetry <= 0 {
+		readRetry = defaultReadRetryTime
+	}
+	return base{api: api, table: table, concurrency: conc, pageLimit: cfg.PageLimit, metrics: m,
+		newBackOff: cfg.NewBackOff, readRetry: readRetry, stats: &stats{}}
 }
 
 // on is the same base for another table of the model: same client,
@@ -198,6 +213,21 @@ func (b *base) updateItem(ctx context.Context, op string, in *dynamodb.UpdateIte
 	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(0))
 }
 
+// retryRead sends one read request (call) and, while DynamoDB throttles
+// it, sends it again with the writes' backoff, for at most ReadRetryTime:
+// a read answers someone waiting, so past that it fails (the throttle is
+// the error) rather than queue behind a hot partition. Each throttled
+// attempt is counted by countThrottles, which call must pass.
+func retryRead[T any](ctx context.Context, b *base, call func() (T, error)) (T, error) {
+	return backoff.Retry(ctx, func() (T, error) {
+		out, err := call()
+		if err != nil && !throttled(err) {
+			return out, backoff.Permanent(err)
+		}
+		return out, err
+	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(b.readRetry))
+}
+
 // query runs in to the end, following LastEvaluatedKey, and hands every
 // item to each. Every page is a request counted under op.
 func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, each func(item) error) error {
@@ -212,7 +242,8 @@ func (b *base) query(ctx context.Context, op string, in *dynamodb.QueryInput, ea
 }
 
 // queryPages runs in to the end, following LastEvaluatedKey, and hands
-// every page to each. Every page is a request counted under op.
+// every page to each. Every page is a request counted under op; a page
+// DynamoDB throttles is sent again (retryRead).
 func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInput, each func(*dynamodb.QueryOutput) error) error {
 	in.TableName = aws.String(b.table)
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
@@ -220,7 +251,9 @@ func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInpu
 		in.Limit = aws.Int32(b.pageLimit)
 	}
 	for {
-		out, err := b.api.Query(ctx, in, b.countThrottles)
+		out, err := retryRead(ctx, b, func() (*dynamodb.QueryOutput, error) {
+			return b.api.Query(ctx, in, b.countThrottles)
+		})
 		if err != nil {
 			return unavailable(fmt.Errorf("%s: query %s: %w", op, b.table, err))
 		}
@@ -242,7 +275,9 @@ func (b *base) scan(ctx context.Context, op string, in *dynamodb.ScanInput, each
 		in.Limit = aws.Int32(b.pageLimit)
 	}
 	for {
-		out, err := b.api.Scan(ctx, in, b.countThrottles)
+		out, err := retryRead(ctx, b, func() (*dynamodb.ScanOutput, error) {
+			return b.api.Scan(ctx, in, b.countThrottles)
+		})
 		if err != nil {
 			return unavailable(fmt.Errorf("%s: scan %s: %w", op, aws.ToString(in.TableName), err))
 		}
@@ -300,7 +335,7 @@ func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKe
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{
+	in := &dynamodb.GetItemInput{
 		TableName: aws.String(b.table),
 		Key: item{
 			attrSkierID: numAttr(int64(skierID)),
@@ -309,6 +344,9 @@ func (b *base) totalVertical(ctx context.Context, skierID domain.SkierID, sortKe
 		ProjectionExpression:     expr.Projection(),
 		ExpressionAttributeNames: expr.Names(),
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes,
+	}
+	out, err := retryRead(ctx, b, func() (*dynamodb.GetItemOutput, error) {
+		return b.api.GetItem(ctx, in, b.countThrottles)
 	})
 	if err != nil {
 		return 0, unavailable(fmt.Errorf("%s: get item: %w", op, err))

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,12 @@ func (m *countingMetrics) AddCapacity(table, op string, read, write float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.write[table+"/"+op] += write
+}
+
+func (m *countingMetrics) throttledOf(table, op string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.throttled[table+"/"+op]
 }
 
 func (m *countingMetrics) totalThrottled() int {
@@ -128,6 +135,51 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 			}
 			if m.write[fmt.Sprintf("%s%s/AddRides", cfg.TablePrefix, dynamo.SkierTableName)] == 0 {
 				t.Errorf("no write capacity reported for the skier table: %v", m.write)
+			}
+		})
+	}
+}
+
+// Reads through the throughput model with partitions serving 2 read units a
+// second and pages of one item, so that a skier's partition throttles
+// after two pages: every Query page and GetItem DynamoDB throttles is sent
+// again with backoff, as writes are, and the answers are whole. The SDK's
+// own retries are off, so each throttle reaches the adapter.
+func TestThrottledReadsAreRetried(t *testing.T) {
+	for _, model := range dynamo.Models {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, ReadUnits: 2})
+			client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+			cfg := newTables(t, client, model)
+			m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
+			cfg.Metrics, cfg.NewBackOff, cfg.PageLimit = m, quickBackOff, 1
+			s, err := dynamo.NewRideStore(client, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := dynamotest.Context(t)
+			var rides []domain.LiftRide
+			for day := 1; day <= 4; day++ {
+				rides = append(rides, mustRide(t, 3, "2025", day, 5, 100, 2))
+			}
+			if err := s.AddRides(ctx, rides); err != nil {
+				t.Fatal(err)
+			}
+			if days, err := s.SkierDays(ctx, 5, "2025"); err != nil || !slices.Equal(days, []int{1, 2, 3, 4}) {
+				t.Errorf("SkierDays under read throttling = %v, %v; want [1 2 3 4]", days, err)
+			}
+			for range 3 { // back to back: the partition has no unit left for the next
+				if v, err := s.SkierDayVertical(ctx, 3, "2025", 2, 5); err != nil || v != 20 {
+					t.Errorf("SkierDayVertical under read throttling = %d, %v; want 20", v, err)
+				}
+			}
+			skierTable := cfg.TablePrefix + dynamo.SkierTableName
+			if m.throttledOf(skierTable, "Query") == 0 {
+				t.Errorf("no Query of %s was throttled (%v): the test shows nothing", skierTable, m.throttled)
+			}
+			if got, want := m.totalThrottled(), int(px.Throttled()); got != want {
+				t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
 			}
 		})
 	}
