@@ -218,6 +218,9 @@ func (c Config) Validate() error {
 	if c.Role != RoleAll && !queueDriver(c.Queue).Shared {
 		return fmt.Errorf("--role %s needs a queue shared between processes; --queue %s works only with --role all", c.Role, c.Queue)
 	}
+	if err := c.validateURLs(); err != nil {
+		return err
+	}
 	if c.Persister.BatchSize < 1 {
 		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
 	}
