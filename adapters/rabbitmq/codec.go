@@ -34,7 +34,7 @@ const (
 	batchHeader   = 3
 	// maxBatch bounds one message: 65535 would fit the count, but a
 	// message is redelivered whole, so it stays small.
-	maxBatch = 4096
+	maxBatch = MaxPublishBatch
 
 	singleContentType = "application/x-skidata-ride-v1"
 	batchContentType  = "application/x-skidata-rides-v2"

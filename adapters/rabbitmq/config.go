@@ -14,7 +14,12 @@ const (
 	QueueTypeClassic = "classic"
 )
 
-// Config is everything Open needs. Zero fields take the defaults below.
+// MaxPublishBatch is the most rides one message carries (PublishBatch).
+const MaxPublishBatch = 4096
+
+// Config is everything Open needs. Zero fields take the defaults below;
+// a negative one (but DeliveryLimit) or a PublishBatch above
+// MaxPublishBatch is refused rather than replaced.
 type Config struct {
 	// URL is the AMQP URL, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	URL string
@@ -72,10 +77,26 @@ func (c Config) withDefaults() (Config, error) {
 	if c.URL == "" {
 		return c, fmt.Errorf("rabbitmq: Config.URL is empty; want e.g. amqp://guest:guest@127.0.0.1:5672/")
 	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"Shards", int64(c.Shards)}, {"Prefetch", int64(c.Prefetch)}, {"MaxLength", int64(c.MaxLength)},
+		{"PublishChannels", int64(c.PublishChannels)}, {"PublishBatch", int64(c.PublishBatch)},
+		{"PublishLinger", int64(c.PublishLinger)}, {"PublishTimeout", int64(c.PublishTimeout)},
+		{"ReconnectMaxInterval", int64(c.ReconnectMaxInterval)},
+	} {
+		if f.value < 0 {
+			return c, fmt.Errorf("rabbitmq: Config.%s is negative (%d)", f.name, f.value)
+		}
+	}
+	if c.PublishBatch > MaxPublishBatch {
+		return c, fmt.Errorf("rabbitmq: Config.PublishBatch %d is above the most a message holds, %d", c.PublishBatch, MaxPublishBatch)
+	}
 	if c.Prefix == "" {
 		c.Prefix = "skidata"
 	}
-	if c.Shards <= 0 {
+	if c.Shards == 0 {
 		c.Shards = 1
 	}
 	switch c.QueueType {
@@ -85,29 +106,22 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("rabbitmq: Config.QueueType %q: want %q or %q", c.QueueType, QueueTypeQuorum, QueueTypeClassic)
 	}
-	if c.Prefetch <= 0 {
+	if c.Prefetch == 0 {
 		c.Prefetch = 500
-	}
-	if c.MaxLength < 0 {
-		c.MaxLength = 0
 	}
 	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = 5
 	}
-	if c.PublishChannels <= 0 {
+	if c.PublishChannels == 0 {
 		c.PublishChannels = 8
 	}
-	if c.PublishBatch <= 0 {
+	if c.PublishBatch == 0 {
 		c.PublishBatch = 256
 	}
-	c.PublishBatch = min(c.PublishBatch, maxBatch)
-	if c.PublishLinger < 0 {
-		c.PublishLinger = 0
-	}
-	if c.PublishTimeout <= 0 {
+	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
 	}
-	if c.ReconnectMaxInterval <= 0 {
+	if c.ReconnectMaxInterval == 0 {
 		c.ReconnectMaxInterval = 5 * time.Second
 	}
 	if c.Metrics == nil {

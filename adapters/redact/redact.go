@@ -16,25 +16,33 @@ const Mask = "xxxxx"
 var (
 	// ?password=... or &password=... in a URL's query.
 	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd)=)[^&#\s]*`)
-	// password='...' or password=... in a keyword/value connection string.
-	kvPassword = regexp.MustCompile(`(?i)((?:^|\s)(?:password|passwd)\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S+)`)
+	// password='...' or password=... in a keyword/value connection string,
+	// as libpq reads it: a quoted value runs to the closing quote, \' and
+	// \\ inside it escaped; an unquoted one to the first whitespace that
+	// no backslash escapes. An unterminated quote runs to the end.
+	kvPassword = regexp.MustCompile(`(?is)((?:^|\s)(?:password|passwd)\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|(?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*\\?)`)
+	// nextURL is where a URL ends: whitespace, then another scheme://.
+	nextURL = regexp.MustCompile(`\s[A-Za-z][A-Za-z0-9+.\-]*://`)
 )
 
 // Secrets returns s with every password it can find masked: the userinfo
 // password of any scheme://user:password@host, the password query
 // parameter, and password=... in a keyword/value connection string. It
 // does not parse: a URL that does not parse (a bad port, a password with
-// '/', '#', '?' or a bad %-escape in it) is masked all the same, from the
-// first ':' after the scheme's "//" to the last '@' of that word, which
-// errs on the side of masking too much.
+// '/', '#', '?', '@', whitespace, quotes or a bad %-escape in it) is masked
+// all the same, from the first ':' after the scheme's "//" to the last '@'
+// before the next URL (whitespace then scheme://) or the end of s, which
+// errs on the side of masking too much. A password that itself holds
+// whitespace followed by scheme:// cannot be told from two URLs.
 func Secrets(s string) string {
 	s = maskUserinfo(s)
 	s = queryPassword.ReplaceAllString(s, "${1}"+Mask)
 	return kvPassword.ReplaceAllString(s, "${1}"+Mask)
 }
 
-// maskUserinfo masks user:password@ in each whitespace-separated word that
-// has a scheme.
+// maskUserinfo masks user:password@ of each scheme:// in s. A URL runs to
+// the next one or the end of s, not to the first whitespace: a password may
+// hold spaces, tabs or quotes, and an error message quotes the URL whole.
 func maskUserinfo(s string) string {
 	var b strings.Builder
 	rest := s
@@ -47,17 +55,17 @@ func maskUserinfo(s string) string {
 		start := i + len("://")
 		b.WriteString(rest[:start])
 		rest = rest[start:]
-		end := strings.IndexAny(rest, " \t\r\n")
-		if end < 0 {
-			end = len(rest)
+		end := len(rest)
+		if loc := nextURL.FindStringIndex(rest); loc != nil {
+			end = loc[0]
 		}
-		word := rest[:end]
-		if at := strings.LastIndexByte(word, '@'); at >= 0 {
-			if colon := strings.IndexByte(word[:at], ':'); colon >= 0 {
-				word = word[:colon+1] + Mask + word[at:]
+		url := rest[:end]
+		if at := strings.LastIndexByte(url, '@'); at >= 0 {
+			if colon := strings.IndexByte(url[:at], ':'); colon >= 0 {
+				url = url[:colon+1] + Mask + url[at:]
 			}
 		}
-		b.WriteString(word)
+		b.WriteString(url)
 		rest = rest[end:]
 	}
 }

@@ -22,12 +22,28 @@ func TestSecretsMasksEveryForm(t *testing.T) {
 		"postgres://postgres@127.0.0.1:5432/test":                  "postgres://postgres@127.0.0.1:5432/test",
 		":8080": ":8080",
 		"two: amqp://a:one@h/ and postgres://b:two@h/": "two: amqp://a:xxxxx@h/ and postgres://b:xxxxx@h/",
+		// Whitespace and quotes do not end a password: a URL runs to the
+		// next scheme:// or the end of the text.
+		"postgres://bob:Sec ret3@127.0.0.1/prod":             "postgres://bob:xxxxx@127.0.0.1/prod",
+		"postgres://bob:Sec\tret3@127.0.0.1/prod":            "postgres://bob:xxxxx@127.0.0.1/prod",
+		`postgres://bob:"quoted pw"@127.0.0.1/prod`:          "postgres://bob:xxxxx@127.0.0.1/prod",
+		`parse "amqp://u:a b@mq:bad/": invalid port ":bad"`:  `parse "amqp://u:xxxxx@mq:bad/": invalid port ":bad"`,
+		"redis://:s3 cret@cache:6379/0 and amqp://u:p w@mq/": "redis://:xxxxx@cache:6379/0 and amqp://u:xxxxx@mq/",
+		"postgres://bob:AAA@BBBsecret@127.0.0.1:1/prod":      "postgres://bob:xxxxx@127.0.0.1:1/prod",
+		// Keyword/value: single quotes and backslash escapes, as libpq.
+		`host=db password=Sec\ ret13 user=bob`:       "host=db password=xxxxx user=bob",
+		`host=db password='it\'s a secret' user=bob`: "host=db password=xxxxx user=bob",
+		`host=db password='unterminated secret`:      "host=db password=xxxxx",
+		`host=db password=back\\slash user=bob`:      "host=db password=xxxxx user=bob",
 	} {
 		if got := Secrets(in); got != want {
 			t.Errorf("Secrets(%q) = %q; want %q", in, got, want)
 		}
 	}
 }
+
+// kvEscaper escapes an unquoted keyword/value: backslash, and whitespace.
+var kvEscaper = strings.NewReplacer(`\`, `\\`, " ", `\ `, "\t", "\\\t", "\r", "\\\r", "\n", "\\\n", "\v", "\\\v", "\f", "\\\f")
 
 // FuzzSecretsLetNoPasswordThrough builds the URL and connection-string
 // forms around any password and checks that the masked text shows it in
@@ -37,8 +53,8 @@ func FuzzSecretsLetNoPasswordThrough(f *testing.F) {
 		f.Add("skier", seed)
 	}
 	f.Fuzz(func(t *testing.T, user, password string) {
-		if len(password) < 4 || strings.ContainsAny(user, ":@/ \t\r\n") || strings.ContainsAny(password, " \t\r\n") {
-			return // too short to tell from the rest of the text; whitespace ends a word
+		if len(password) < 4 || strings.ContainsAny(user, ":@/ \t\r\n") || strings.Contains(password, "://") {
+			return // too short to tell from the rest of the text; or holds the start of another URL
 		}
 		const pw = "\x00PASSWORD\x00" // where the (escaped) password goes
 		forms := []struct{ template, spelling string }{
@@ -47,11 +63,15 @@ func FuzzSecretsLetNoPasswordThrough(f *testing.F) {
 			{"redis://" + user + ":" + pw + "@cache:6379/0", url.QueryEscape(password)},
 			{"postgres://db.internal/ski?user=u&password=" + pw, url.QueryEscape(password)},
 		}
-		if !strings.ContainsAny(password, `'\`) {
-			forms = append(forms,
-				struct{ template, spelling string }{"host=db.internal user=u password=" + pw + " dbname=ski", password},
-				struct{ template, spelling string }{"host=db.internal password='" + pw + "' dbname=ski", password})
+		// Keyword/value, escaped as libpq reads it.
+		unquoted := kvEscaper.Replace(password)
+		if strings.HasPrefix(unquoted, "'") {
+			unquoted = `\` + unquoted
 		}
+		quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password)
+		forms = append(forms,
+			struct{ template, spelling string }{"host=db.internal user=u password=" + pw + " dbname=ski", unquoted},
+			struct{ template, spelling string }{"host=db.internal password='" + pw + "' dbname=ski", quoted})
 		for _, f := range forms {
 			if strings.Contains(strings.Replace(f.template, pw, "", 1), f.spelling) {
 				continue // the rest of the text spells it too: nothing to tell apart

@@ -119,14 +119,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AMQP.Shards, "amqp-shards", c.AMQP.Shards, "RabbitMQ queues rides are spread over by skier")
 	fs.StringVar(&c.AMQP.QueueType, "amqp-queue-type", c.AMQP.QueueType, "RabbitMQ queue type: quorum|classic")
 	fs.IntVar(&c.AMQP.Prefetch, "amqp-prefetch", c.AMQP.Prefetch, "unacknowledged rides the persister takes ahead per RabbitMQ queue")
-	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue")
+	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue (-1: no limit)")
 	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
 	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message, at most --amqp-publish-channels in flight)")
 	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
-	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch")
+	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch (1 to "+strconv.Itoa(MaxBatchSize)+")")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
-	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back)")
+	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back; 0: not retried)")
 	fs.IntVar(&c.Persister.Writers, "persist-writers", c.Persister.Writers, "batches the persister writes at once")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, once HTTP has stopped, how long the queue gets to drain into the store")
 	fs.DurationVar(&c.HTTP.ShutdownTimeout, "http-shutdown-timeout", c.HTTP.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish before their connections are closed")
@@ -139,7 +139,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Postgres.URL, "database-url", c.Postgres.URL, "PostgreSQL connection string for --store postgres, e.g. postgres://user:pass@host:5432/db?sslmode=require")
 	fs.Var(intFlag[int32]{&c.Postgres.MaxConns}, "db-max-conns", "most connections in the PostgreSQL pool (0: the larger of 4 and the CPU count)")
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
-	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt")
+	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt (0: the URL's connect_timeout, else 5s)")
 	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
 	fs.StringVar(&c.Dynamo.Region, "dynamo-region", c.Dynamo.Region, "DynamoDB region (empty: the AWS SDK's default, AWS_REGION)")
 	fs.StringVar(&c.Dynamo.Endpoint, "dynamo-endpoint", c.Dynamo.Endpoint, "DynamoDB endpoint URL, for a local server such as dynalite (empty: AWS)")
@@ -218,28 +218,14 @@ func (c Config) Validate() error {
 	if c.Role != RoleAll && !queueDriver(c.Queue).Shared {
 		return fmt.Errorf("--role %s needs a queue shared between processes; --queue %s works only with --role all", c.Role, c.Queue)
 	}
-	if c.Persister.BatchSize < 1 {
-		return fmt.Errorf("--batch-size must be at least 1, got %d", c.Persister.BatchSize)
+	if err := c.validateNumbers(); err != nil {
+		return err
 	}
-	if c.Persister.Writers < 1 {
-		return fmt.Errorf("--persist-writers must be at least 1, got %d", c.Persister.Writers)
-	}
-	if c.Persister.Linger <= 0 {
-		return fmt.Errorf("--batch-linger must be positive, got %s", c.Persister.Linger)
-	}
-	for _, d := range []struct {
-		name  string
-		value time.Duration
-	}{{"shutdown-timeout", c.ShutdownTimeout}, {"http-shutdown-timeout", c.HTTP.ShutdownTimeout}, {"http-read-timeout", c.HTTP.ReadTimeout}, {"http-write-timeout", c.HTTP.WriteTimeout}, {"http-handler-timeout", c.HTTP.HandlerTimeout}} {
-		if d.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %s", d.name, d.value)
-		}
+	if err := c.validateURLs(); err != nil {
+		return err
 	}
 	if c.HTTP.HandlerTimeout >= c.HTTP.WriteTimeout {
 		return fmt.Errorf("--http-handler-timeout (%s) must be below --http-write-timeout (%s), so that a request past its deadline can still be answered", c.HTTP.HandlerTimeout, c.HTTP.WriteTimeout)
-	}
-	if c.QueueCapacity < 1 {
-		return fmt.Errorf("--queue-capacity must be at least 1, got %d", c.QueueCapacity)
 	}
 	if check := storeDriver(c.Store).Check; check != nil {
 		if err := check(c); err != nil {

@@ -30,22 +30,10 @@ func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
 func (c Config) validateAdmission() error {
 	a := c.Admission
 	switch {
-	case a.Rate < 0:
-		return fmt.Errorf("--ingest-rate must not be negative, got %g", a.Rate)
-	case a.Burst < 0:
-		return fmt.Errorf("--ingest-burst must not be negative, got %d", a.Burst)
-	case a.SoftLimit < 0 || a.HardLimit < 0:
-		return fmt.Errorf("--queue-soft-limit and --queue-hard-limit must not be negative")
 	case a.SoftLimit > 0 && a.Rate == 0:
 		return fmt.Errorf("--queue-soft-limit scales --ingest-rate down, so it needs --ingest-rate")
 	case a.SoftLimit > 0 && a.HardLimit <= a.SoftLimit:
 		return fmt.Errorf("--queue-soft-limit %d needs a larger --queue-hard-limit (the depth where the rate reaches its floor), got %d", a.SoftLimit, a.HardLimit)
-	case c.Breaker.Failures > 0 && c.Breaker.OpenFor <= 0:
-		return fmt.Errorf("--breaker-open-for must be positive, got %s", c.Breaker.OpenFor)
-	case c.Cache != "none" && c.Query.CacheTTL <= 0:
-		return fmt.Errorf("--cache-ttl must be positive with --cache %s, got %s", c.Cache, c.Query.CacheTTL)
-	case c.Cache == "memory" && c.CacheSize < 1:
-		return fmt.Errorf("--cache-size must be at least 1, got %d", c.CacheSize)
 	}
 	if c.PprofListen != "" {
 		host, _, err := net.SplitHostPort(c.PprofListen)

@@ -63,7 +63,7 @@ func TestConfigRejectsWhatCannotWork(t *testing.T) {
 	}{
 		"unknown store":       {[]string{"--store", "floppy"}, nil, `--store "floppy" is not one of`},
 		"unknown role":        {[]string{"--role", "boss"}, nil, `--role "boss"`},
-		"zero batch":          {[]string{"--batch-size", "0"}, nil, "--batch-size must be at least 1"},
+		"zero batch":          {[]string{"--batch-size", "0"}, nil, "--batch-size 0 is out of range: want 1 to"},
 		"api role inproc":     {[]string{"--role", "api"}, nil, "--queue inproc works only with --role all"},
 		"bad env value":       {nil, map[string]string{"SKI_BATCH_SIZE": "many"}, "SKI_BATCH_SIZE"},
 		"unknown log format":  {[]string{"--log-format", "xml"}, nil, "--log-format"},
@@ -113,7 +113,7 @@ func TestHTTPTimeoutsMustBePositiveAndLeaveTimeToAnswer(t *testing.T) {
 	}
 	c = DefaultConfig()
 	c.HTTP.ReadTimeout = 0
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--http-read-timeout must be positive") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--http-read-timeout 0s is out of range: want more than 0s") {
 		t.Errorf("zero read timeout: %v; want a refusal", err)
 	}
 	if err := DefaultConfig().Validate(); err != nil {

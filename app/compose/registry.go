@@ -188,9 +188,6 @@ func checkPostgres(c Config) error {
 	if strings.TrimSpace(c.Postgres.URL) == "" {
 		return fmt.Errorf("--store postgres needs --database-url (or %s): which database to use", EnvName("database-url"))
 	}
-	if c.Postgres.MaxConns < 0 || c.Postgres.StatementTimeout < 0 || c.Postgres.ConnectTimeout < 0 {
-		return fmt.Errorf("--db-max-conns, --db-statement-timeout and --db-connect-timeout must not be negative")
-	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -21,8 +22,10 @@ func TestConfigMasksPasswordsThatBreakURLParsing(t *testing.T) {
 			"--amqp-url", "amqp://skidata:" + pw + "@mq.internal:5672/",
 			"--database-url", "postgres://skidata:" + pw + "@db.internal:5432/ski",
 			"--redis-url", "redis://:" + pw + "@cache.internal:6379/0"}, &out, &errb)
-		if code != 0 {
-			t.Fatalf("password %q: exit %d: %s", pw, code, errb.String())
+		// An '@' in a password is refused (it must be percent-encoded);
+		// the configuration is printed all the same.
+		if want := map[bool]int{false: 0, true: 2}[strings.Contains(pw, "@")]; code != want {
+			t.Fatalf("password %q: exit %d; want %d: %s", pw, code, want, errb.String())
 		}
 		if strings.Contains(out.String()+errb.String(), pw) {
 			t.Errorf("password %q printed:\n%s%s", pw, out.String(), errb.String())
@@ -80,5 +83,93 @@ func TestUsageAndFlagErrorsDoNotPrintPasswords(t *testing.T) {
 	}
 	if strings.Contains(errb.String(), "flags3cret") || strings.Contains(errb.String(), "envs3cret") {
 		t.Errorf("a flag error printed a password:\n%s", errb.String())
+	}
+}
+
+// TestAnAtSignInAURLPasswordIsRefusedBeforeConnecting: with an '@' in the
+// password, the part after it would be read as the host and reach the
+// resolver and its error ("lookup BBBsecret@127.0.0.1: no such host").
+// Every command refuses it at once, exit 2, naming the flag and the fix.
+func TestAnAtSignInAURLPasswordIsRefusedBeforeConnecting(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--database-url", []string{"migrate", "--store", "postgres", "--database-url", "postgres://bob:AAA@BBBsecret@127.0.0.1:1/prod"}},
+		{"--database-url", []string{"--listen", "127.0.0.1:0", "--store", "postgres", "--database-url", "postgres://bob:AAA@BBBsecret@127.0.0.1:1/prod"}},
+		{"--amqp-url", []string{"dlq", "list", "--queue", "rabbitmq", "--amqp-url", "amqp://bob:AAA@BBBsecret@127.0.0.1:1/"}},
+		{"--redis-url", []string{"--listen", "127.0.0.1:0", "--cache", "redis", "--redis-url", "redis://bob:AAA@BBBsecret@127.0.0.1:1/0"}},
+	} {
+		code, out, errOut := skiapi(c.args...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.flag+": the user or password holds an '@'; percent-encode it (%40") {
+			t.Errorf("skiapi %s: exit %d, stderr %q; want 2 and one line naming %s and %%40", strings.Join(c.args, " "), code, errOut, c.flag)
+		}
+		if strings.Contains(out+errOut, "BBBsecret") || strings.Contains(out+errOut, "AAA") || strings.Contains(errOut, "lookup") {
+			t.Errorf("skiapi %s printed the password or tried to connect:\n%s%s", strings.Join(c.args, " "), out, errOut)
+		}
+	}
+}
+
+// TestNoCommandPrintsAPassword runs config, migrate, dlq list and a start
+// with, in each URL flag, passwords holding a space, a tab, quotes and an
+// '@', in a URL as typed, in a percent-encoded URL and in libpq's
+// keyword/value form (quoted and backslash-escaped); neither half of the
+// password may appear in what is printed.
+func TestNoCommandPrintsAPassword(t *testing.T) {
+	closed := apitest.ClosedAddr(t)
+	host, port, _ := strings.Cut(closed, ":")
+	const head, tail = "s3Cr", "tPw9" // the password is head + awkward + tail
+	type form struct {
+		name string
+		url  func(scheme, awkward string) string
+	}
+	kvQuoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	kvEscaped := strings.NewReplacer(`\`, `\\`, `'`, `\'`, " ", `\ `, "\t", "\\\t")
+	forms := []form{
+		{"url", func(scheme, a string) string { return scheme + "://bob:" + head + a + tail + "@" + closed + "/x" }},
+		{"percent-encoded url", func(scheme, a string) string {
+			return scheme + "://bob:" + url.QueryEscape(head+a+tail) + "@" + closed + "/x"
+		}},
+		{"keyword/value quoted", func(_, a string) string {
+			return "host=" + host + " port=" + port + " user=bob password='" + kvQuoted.Replace(head+a+tail) + "' dbname=x"
+		}},
+		{"keyword/value escaped", func(_, a string) string {
+			return "host=" + host + " port=" + port + " user=bob password=" + kvEscaped.Replace(head+a+tail) + " dbname=x"
+		}},
+	}
+	urlFlags := []struct{ flag, scheme string }{{"--database-url", "postgres"}, {"--amqp-url", "amqp"}, {"--redis-url", "redis"}}
+	commands := map[string]func(flag string) []string{
+		"config": func(string) []string { return []string{"config"} },
+		"migrate": func(string) []string {
+			return []string{"migrate", "--store", "postgres", "--db-connect-timeout", "1s", "--database-url", "postgres://bob@" + closed + "/x"}
+		},
+		"dlq list": func(string) []string {
+			return []string{"dlq", "list", "--queue", "rabbitmq", "--amqp-url", "amqp://bob@" + closed + "/"}
+		},
+		"start": func(flag string) []string {
+			mode := map[string][]string{
+				"--database-url": {"--store", "postgres", "--db-connect-timeout", "1s"},
+				"--amqp-url":     {"--queue", "rabbitmq"},
+				"--redis-url":    {"--cache", "redis"},
+			}[flag]
+			return append([]string{"--listen", "127.0.0.1:0"}, mode...)
+		},
+	}
+	for name, base := range commands {
+		for _, f := range urlFlags {
+			for _, fm := range forms {
+				for _, awkward := range []string{" ", "\t", `"`, "'", "@"} {
+					args := append(base(f.flag), f.flag, fm.url(f.scheme, awkward))
+					code, out, errOut := skiapi(args...)
+					if name != "config" && code == 0 {
+						t.Errorf("%s %s %s %q: exit 0; want a failure", name, f.flag, fm.name, awkward)
+					}
+					printed := out + errOut
+					if strings.Contains(printed, head) || strings.Contains(printed, tail) {
+						t.Errorf("%s %s %s %q: the password was printed:\n%s", name, f.flag, fm.name, awkward, printed)
+					}
+				}
+			}
+		}
 	}
 }

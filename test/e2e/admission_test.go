@@ -57,7 +57,7 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 // so the queue depth only grows while the test posts.
 func heldConfig() compose.Config {
 	cfg := compose.DefaultConfig()
-	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = time.Hour
 	return cfg
 }
@@ -92,7 +92,7 @@ func TestPostPastTheQueueHardLimitAnswers503(t *testing.T) {
 func TestAFullQueueIsBackpressureNotABrokenQueue(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.QueueCapacity = 5
-	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = 2 * time.Second // the queue stays full for a while, then drains
 	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}
 	base := apitest.Start(t, cfg)

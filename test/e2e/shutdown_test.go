@@ -17,7 +17,7 @@ import (
 // Serve returns.
 func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
 	cfg := compose.DefaultConfig()
-	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = time.Hour
 	run := apitest.Serve(t, cfg)
 	svc, base := run.Service, run.Base

@@ -62,7 +62,7 @@ func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
 // heldInBatch makes the persister hold every ride in one unfinished batch
 // (long linger, huge batch) until the shutdown's drain.
 func heldInBatch(cfg compose.Config) compose.Config {
-	cfg.Persister.BatchSize = 1_000_000
+	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = time.Hour
 	return cfg
 }

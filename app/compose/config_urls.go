@@ -1,0 +1,53 @@
+package compose
+
+import (
+	"fmt"
+	"strings"
+)
+
+// validateURLs refuses, before anything connects, a URL whose user or
+// password holds an '@', whitespace, a control character or a quote as it
+// is: the parsers read such a URL differently (the part after an '@'
+// becomes the host, and reaches the resolver and its error message), and
+// a quote or a space there is a shell quoting mistake more often than a
+// password. The message names the flag and what to do, not the password.
+func (c Config) validateURLs() error {
+	for _, u := range []struct{ flag, value string }{
+		{"database-url", c.Postgres.URL}, {"amqp-url", c.AMQP.URL}, {"redis-url", c.Redis.URL},
+	} {
+		if what := unescapedInUserinfo(u.value); what != "" {
+			return fmt.Errorf("--%s: the user or password holds %s; percent-encode it (%%40 for @, %%20 for a space, %%09 for a tab, %%22 and %%27 for quotes)", u.flag, what)
+		}
+	}
+	return nil
+}
+
+// unescapedInUserinfo names what in the userinfo of the URL s (everything
+// between "scheme://" and the last '@') must be percent-encoded, or "" if
+// nothing. A keyword/value connection string (no "://") has none.
+func unescapedInUserinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len("://"):]
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	for _, r := range rest[:at] {
+		switch {
+		case r == '@':
+			return "an '@'"
+		case r == ' ':
+			return "a space"
+		case r == '\t':
+			return "a tab"
+		case r == '"' || r == '\'':
+			return "a quote"
+		case r < 0x20 || r == 0x7f:
+			return "a control character"
+		}
+	}
+	return ""
+}
