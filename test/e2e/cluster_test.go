@@ -290,7 +290,11 @@ func loadThroughNodeLoss(t *testing.T, c *cluster, api *proc, how string, node i
 	// Bounded load: four clients post distinct rides of 50 skiers. The
 	// node is lost once a third of the first 1500 rides are in;
 	// the load goes on until 1500 rides are posted and at least 200 of
-	// them after the node was down, or three minutes have passed.
+	// them were accepted (201) after the node was down, or three minutes
+	// have passed: a process connected to the lost node answers 503 until
+	// it has moved to another, which the load must outlast. A client
+	// answered 503 waits 100 ms, as one honouring Retry-After would,
+	// rather than spinning through rides while the service recovers.
 	const (
 		clients   = 4
 		firstPart = 500
@@ -302,6 +306,7 @@ func loadThroughNodeLoss(t *testing.T, c *cluster, api *proc, how string, node i
 		next      atomic.Int64
 		stopped   atomic.Bool
 		sentAfter atomic.Int64
+		okAfter   atomic.Int64
 		mu        sync.Mutex
 		outcomes  []clusterOutcome
 	)
@@ -315,7 +320,7 @@ func loadThroughNodeLoss(t *testing.T, c *cluster, api *proc, how string, node i
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				i := int(next.Add(1) - 1)
-				if i >= minRides && stopped.Load() && sentAfter.Load() >= minAfter {
+				if i >= minRides && stopped.Load() && okAfter.Load() >= minAfter {
 					return
 				}
 				if i == firstPart {
@@ -335,6 +340,12 @@ func loadThroughNodeLoss(t *testing.T, c *cluster, api *proc, how string, node i
 				o.afterStop = after
 				if after {
 					sentAfter.Add(1)
+					if o.status == http.StatusCreated {
+						okAfter.Add(1)
+					}
+				}
+				if o.status == http.StatusServiceUnavailable {
+					time.Sleep(100 * time.Millisecond)
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
