@@ -29,7 +29,11 @@ var (
 // connection. Both reconnect by themselves.
 type Broker struct {
 	cfg Config
-	url string // redacted, for messages
+	url string // the URL list, redacted, for messages
+
+	urls   []string     // Config.URL split: one per node
+	masked []string     // urls, redacted, for messages and logs
+	next   atomic.Int64 // index in urls the next dial starts at
 
 	stop    context.CancelFunc // ends the reconnect loop
 	stopped <-chan struct{}    // closed by stop
@@ -55,6 +59,7 @@ type Broker struct {
 // pubSession is one publishing connection and its channel pool.
 type pubSession struct {
 	conn  *amqp.Connection
+	node  int // index in Broker.urls of the node it is connected to
 	chans []*pubChan
 }
 
@@ -66,7 +71,11 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, url: redactedURL(cfg.URL), startID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	b := &Broker{cfg: cfg, url: RedactURLs(cfg.URL), startID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	b.urls, _ = ParseURLs(cfg.URL) // checked by withDefaults
+	for _, u := range b.urls {
+		b.masked = append(b.masked, redactedURL(u))
+	}
 	s, err := b.dialPublisher(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: open %s: %w", b.url, err)
@@ -83,15 +92,51 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 }
 
 // dial opens a connection labelled for the broker's tools; role tells the
-// publishing and consuming connections apart.
-func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, error) {
+// publishing and consuming connections apart. With a URL list it tries each
+// node once, starting at the cursor (the node after the one that last
+// failed), and returns the index of the node it reached; only when every
+// node failed is it an error (naming each).
+func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, int, error) {
+	start := int(b.next.Load())
+	var errs []error
+	for i := range len(b.urls) {
+		node := (start + i) % len(b.urls)
+		conn, err := b.dialNode(ctx, role, node)
+		if err == nil {
+			b.cfg.Logger.Info("rabbitmq connected", "role", role, "url", b.masked[node], "node", node+1, "nodes", len(b.urls))
+			return conn, node, nil
+		}
+		b.failed(node)
+		errs = append(errs, err)
+		if len(b.urls) > 1 {
+			b.cfg.Logger.Warn("rabbitmq node unreachable, trying the next", "role", role, "url", b.masked[node], "node", node+1, "nodes", len(b.urls), "err", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, -1, errs[0]
+	}
+	return nil, -1, errors.Join(errs...)
+}
+
+// failed moves the cursor past node, unless it has moved already (the other
+// connection saw the same node fail first): the next dial starts with the
+// node after it.
+func (b *Broker) failed(node int) {
+	b.next.CompareAndSwap(int64(node), int64((node+1)%len(b.urls)))
+}
+
+// dialNode opens a connection to one node of the URL list.
+func (b *Broker) dialNode(ctx context.Context, role string, node int) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(b.cfg.ConnectionName + "." + role)
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
-	conn, err := amqp.DialConfig(b.cfg.URL, amqp.Config{
+	conn, err := amqp.DialConfig(b.urls[node], amqp.Config{
 		Properties: props,
 		Heartbeat:  10 * time.Second,
 		Dial: func(network, addr string) (net.Conn, error) {
@@ -100,7 +145,7 @@ func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, error
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: rabbitmq broker at %s is unreachable: %w", domain.ErrUnavailable, b.url, err)
+		return nil, fmt.Errorf("%w: rabbitmq broker at %s is unreachable: %w", domain.ErrUnavailable, b.masked[node], err)
 	}
 	return conn, nil
 }
@@ -171,15 +216,16 @@ func (b *Broker) shardArgs() amqp.Table {
 }
 
 func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
-	conn, err := b.dial(ctx, "publish")
+	conn, node, err := b.dial(ctx, "publish")
 	if err != nil {
 		return nil, err
 	}
 	if err := b.declare(conn); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.url, err)
+		b.failed(node)
+		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.masked[node], err)
 	}
-	s := &pubSession{conn: conn}
+	s := &pubSession{conn: conn, node: node}
 	for range b.cfg.PublishChannels {
 		ch, err := conn.Channel()
 		if err == nil {
@@ -187,7 +233,8 @@ func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
 		}
 		if err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("%w: rabbitmq at %s: open confirm channel: %w", domain.ErrUnavailable, b.url, err)
+			b.failed(node)
+			return nil, fmt.Errorf("%w: rabbitmq at %s: open confirm channel: %w", domain.ErrUnavailable, b.masked[node], err)
 		}
 		s.chans = append(s.chans, newPubChan(ch))
 		// A channel closed by the broker (a channel error) takes the whole
@@ -244,6 +291,7 @@ func (b *Broker) keepPublisher(ctx context.Context, s *pubSession) {
 		}
 		b.setPub(nil, why)
 		s.conn.Close()
+		b.failed(s.node) // reconnect starting with the next node
 		next, err := backoff.Retry(ctx, func() (*pubSession, error) {
 			s, err := b.dialPublisher(ctx)
 			if err != nil {
@@ -281,7 +329,7 @@ func (b *Broker) withChannel(fn func(*amqp.Channel) error) error {
 	}
 	ch, err := s.conn.Channel()
 	if err != nil {
-		return fmt.Errorf("%w: rabbitmq at %s: open channel: %w", domain.ErrUnavailable, b.url, err)
+		return fmt.Errorf("%w: rabbitmq at %s: open channel: %w", domain.ErrUnavailable, b.masked[s.node], err)
 	}
 	defer ch.Close()
 	return fn(ch)

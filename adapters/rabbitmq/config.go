@@ -2,7 +2,11 @@ package rabbitmq
 
 import (
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/ports"
@@ -21,7 +25,13 @@ const MaxPublishBatch = 4096
 // a negative one (but DeliveryLimit) or a PublishBatch above
 // MaxPublishBatch is refused rather than replaced.
 type Config struct {
-	// URL is the AMQP URL, e.g. amqp://guest:guest@127.0.0.1:5672/.
+	// URL is the AMQP URL, e.g. amqp://guest:guest@127.0.0.1:5672/, or a
+	// comma-separated list of them: one per node of a self-managed
+	// cluster. Each connection (publishing, consuming) takes the URLs in
+	// turn: it starts with the first, and after a node fails (a dial
+	// refused, a connection lost) it goes on with the URL after that
+	// node's, round robin. A broker behind one endpoint (Amazon MQ) takes
+	// one URL.
 	URL string
 	// Prefix names this deployment's exchanges and queues
 	// (<Prefix>.rides.v2.<shard>, <Prefix>.dlx, <Prefix>.dlq). Default
@@ -71,11 +81,18 @@ type Config struct {
 	// Metrics receives the rides the adapter dead-letters itself. Default:
 	// none.
 	Metrics ports.Metrics
+	// Logger receives which node (URL, password masked) each connection
+	// reached, and the nodes of a URL list it could not reach. Default:
+	// none.
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.URL == "" {
 		return c, fmt.Errorf("rabbitmq: Config.URL is empty; want e.g. amqp://guest:guest@127.0.0.1:5672/")
+	}
+	if _, err := ParseURLs(c.URL); err != nil {
+		return c, err
 	}
 	for _, f := range []struct {
 		name  string
@@ -127,6 +144,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Metrics == nil {
 		c.Metrics = ports.NopMetrics{}
 	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	if c.ConnectionName == "" {
 		c.ConnectionName = "skidata"
 	}
@@ -159,3 +179,39 @@ func (c Config) perShardMaxLength() int {
 
 // redactedURL is the URL fit for an error message: the password masked.
 func redactedURL(raw string) string { return redact.Secrets(raw) }
+
+// ParseURLs splits Config.URL (one AMQP URL or a comma-separated list;
+// spaces around a comma are ignored) and checks each URL as the client
+// library will when it dials, so a mistyped node fails at start instead of
+// being skipped at every reconnect. Errors show URLs with the password
+// masked.
+func ParseURLs(list string) ([]string, error) {
+	parts := strings.Split(list, ",")
+	urls := make([]string, 0, len(parts))
+	for i, u := range parts {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			return nil, fmt.Errorf("rabbitmq: AMQP URL list %q: URL %d of %d is empty", RedactURLs(list), i+1, len(parts))
+		}
+		if _, err := amqp.ParseURI(u); err != nil {
+			what := "AMQP URL"
+			if len(parts) > 1 {
+				what = fmt.Sprintf("AMQP URL %d of %d", i+1, len(parts))
+			}
+			return nil, fmt.Errorf("rabbitmq: %s %s: %s", what, redactedURL(u), redact.Secrets(err.Error()))
+		}
+		urls = append(urls, u)
+	}
+	return urls, nil
+}
+
+// RedactURLs is Config.URL fit for printing: each URL of the list with its
+// password masked, separated by ", " (a space, so that masking the printed
+// line again masks each URL on its own rather than the whole list as one).
+func RedactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, u := range parts {
+		parts[i] = redactedURL(strings.TrimSpace(u))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -27,8 +27,9 @@ const deliveryCountHeader = "x-skidata-deliveries"
 // back: the receipt names the message, and Ack, Nack and Reject settle it
 // whole.
 type consumer struct {
-	b   *Broker
-	out chan ports.Delivery
+	b    *Broker
+	out  chan ports.Delivery
+	node int // index in Broker.urls of the node connected to; used by run only
 
 	mu         sync.Mutex
 	lanes      map[uint32]*lane
@@ -110,13 +111,14 @@ func (b *Broker) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) 
 // connect opens the consuming connection and one lane per shard.
 func (c *consumer) connect(ctx context.Context) (*amqp.Connection, error) {
 	b := c.b
-	conn, err := b.dial(ctx, "consume")
+	conn, node, err := b.dial(ctx, "consume")
 	if err != nil {
 		return nil, err
 	}
 	if err := b.declare(conn); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.url, err)
+		b.failed(node)
+		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.masked[node], err)
 	}
 	c.mu.Lock()
 	closing := c.closing
@@ -128,9 +130,11 @@ func (c *consumer) connect(ctx context.Context) (*amqp.Connection, error) {
 	for shard := range b.cfg.Shards {
 		if err := c.openLane(conn, shard); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("%w: rabbitmq at %s: consume %s: %w", domain.ErrUnavailable, b.url, b.cfg.ShardQueue(shard), err)
+			b.failed(node)
+			return nil, fmt.Errorf("%w: rabbitmq at %s: consume %s: %w", domain.ErrUnavailable, b.masked[node], b.cfg.ShardQueue(shard), err)
 		}
 	}
+	c.node = node
 	return conn, nil
 }
 
@@ -167,6 +171,7 @@ func (c *consumer) run(ctx context.Context, conn *amqp.Connection) {
 		select {
 		case <-closed:
 			c.dropLanes()
+			c.b.failed(c.node) // reconnect starting with the next node
 		case <-c.finishedCh:
 			conn.Close()
 			return

@@ -86,7 +86,7 @@ func (b *Broker) publishRaw(ctx context.Context, m publishing) error {
 		return err
 	}
 	if b.blocked.Load() {
-		return fmt.Errorf("%w: rabbitmq broker at %s is refusing publishes (resource alarm)", domain.ErrUnavailable, b.url)
+		return fmt.Errorf("%w: rabbitmq broker at %s is refusing publishes (resource alarm)", domain.ErrUnavailable, b.masked[s.node])
 	}
 	pc := s.chans[b.rr.Add(1)%uint64(len(s.chans))]
 	where := m.queue
@@ -112,7 +112,7 @@ func (b *Broker) publishRaw(ctx context.Context, m publishing) error {
 	case acked:
 		return nil
 	case pc.ch.IsClosed():
-		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed %s", domain.ErrUnavailable, b.url, m.what())
+		return fmt.Errorf("%w: connection to rabbitmq broker at %s lost before it confirmed %s", domain.ErrUnavailable, b.masked[s.node], m.what())
 	default:
 		return fmt.Errorf("%w: %w: broker refused %s: queue %s is full (max %d messages)", domain.ErrUnavailable, ports.ErrQueueFull, m.what(), where, b.cfg.perShardMaxLength())
 	}

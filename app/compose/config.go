@@ -114,7 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(StoreNames(), "|"))
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
 	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready messages over all shards, each one ride or a batch); beyond it POST answers 503")
-	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq)")
+	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq); for a self-managed cluster, every node's URL, comma-separated: each connection takes them in turn, moving to the next when its node fails (Amazon MQ: its one endpoint)")
 	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
 	fs.IntVar(&c.AMQP.Shards, "amqp-shards", c.AMQP.Shards, "RabbitMQ queues rides are spread over by skier")
 	fs.StringVar(&c.AMQP.QueueType, "amqp-queue-type", c.AMQP.QueueType, "RabbitMQ queue type: quorum|classic")

@@ -8,8 +8,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/skidata/skidata/adapters/redact"
 )
 
 // logRepeatsPerSecond is how many lines with the same level and message are
@@ -33,14 +31,14 @@ func newLoggerTo(w io.Writer, cfg Config) *slog.Logger {
 }
 
 // maskAttr is the handlers' ReplaceAttr: every attribute value, in groups
-// too, is printed through redact.Secrets, so an adapter's error that quotes
+// too, is printed through MaskSecrets (redact.Secrets), so an adapter's error that quotes
 // a URL (the amqp and url parsers quote it whole) cannot put a password in
 // the log. Values are formatted as the handler would before masking.
 func maskAttr(_ []string, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, redact.Secrets(v.String()))
+		return slog.String(a.Key, MaskSecrets(v.String()))
 	case slog.KindAny:
 		var s string
 		if err, ok := v.Any().(error); ok {
@@ -48,7 +46,7 @@ func maskAttr(_ []string, a slog.Attr) slog.Attr {
 		} else {
 			s = fmt.Sprintf("%+v", v.Any())
 		}
-		return slog.String(a.Key, redact.Secrets(s))
+		return slog.String(a.Key, MaskSecrets(s))
 	}
 	return a
 }
@@ -58,7 +56,7 @@ func maskAttr(_ []string, a slog.Attr) slog.Attr {
 type maskMessages struct{ slog.Handler }
 
 func (h maskMessages) Handle(ctx context.Context, r slog.Record) error {
-	if m := redact.Secrets(r.Message); m != r.Message {
+	if m := MaskSecrets(r.Message); m != r.Message {
 		nr := slog.NewRecord(r.Time, r.Level, m, r.PC)
 		r.Attrs(func(a slog.Attr) bool { nr.AddAttrs(a); return true })
 		r = nr

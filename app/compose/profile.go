@@ -3,6 +3,7 @@ package compose
 import (
 	"flag"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -135,7 +136,16 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // MaskSecrets masks any password in a flag's value before it is printed.
-func MaskSecrets(value string) string { return redact.Secrets(value) }
+// A list of AMQP URLs (--amqp-url for a cluster) is masked URL by URL:
+// redact.Secrets masks by whitespace-separated word, and would take the
+// list for one URL, masking the hosts between the first ':' and the last
+// '@' along with the passwords.
+func MaskSecrets(value string) string {
+	return redact.Secrets(amqpListComma.ReplaceAllString(value, ", $1"))
+}
+
+// amqpListComma is a comma that starts another AMQP URL.
+var amqpListComma = regexp.MustCompile(`,\s*(amqps?://)`)
 
 // EffectiveConfig lists every flag as `name = value (source)`, one a line,
 // in flag order, with secrets masked: what `skiapi config` prints.

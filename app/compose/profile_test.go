@@ -193,3 +193,44 @@ func TestInstanceRegionMissingFailsNamingTheRegion(t *testing.T) {
 		t.Fatalf("err = %v; want it to say the region is missing and how to set it", err)
 	}
 }
+
+// TestAMQPURLListIsCheckedAndMaskedURLByURL: --amqp-url takes every node
+// of a cluster, comma-separated; each URL is checked like one URL, and the
+// effective configuration (and the log) show each host with its password
+// masked, not the list masked as one URL (which would hide the hosts).
+func TestAMQPURLListIsCheckedAndMaskedURLByURL(t *testing.T) {
+	list := "amqp://u:pw1@n1:5672/,amqp://u:pw2@n2:5672/,amqp://u:pw3@n3:5672/"
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, src, err := ParseConfigSources(fs, []string{"--queue", "rabbitmq", "--amqp-url", list}, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AMQP.URL != list {
+		t.Errorf("amqp-url = %q; want the list as given", c.AMQP.URL)
+	}
+	want := "amqp-url = amqp://u:xxxxx@n1:5672/, amqp://u:xxxxx@n2:5672/, amqp://u:xxxxx@n3:5672/ (flag)\n"
+	out := EffectiveConfig(fs, src)
+	if !strings.Contains(out, want) {
+		t.Errorf("missing line %q in:\n%s", want, out)
+	}
+	var logs strings.Builder
+	newLoggerTo(&logs, Config{LogFormat: "text", LogLevel: "info"}).Info("starting "+list, "url", list)
+	for _, pw := range []string{"pw1", "pw2", "pw3"} {
+		if strings.Contains(out, pw) || strings.Contains(logs.String(), pw) {
+			t.Errorf("password %s leaked:\n%s\n%s", pw, out, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "n1:5672") || !strings.Contains(logs.String(), "n2:5672") {
+		t.Errorf("the log lost a host of the list:\n%s", logs.String())
+	}
+
+	for _, bad := range []string{list + ",", "amqp://u:pw1@n1/,http://u:pw2@n2/"} {
+		_, _, err := parseSources(t, []string{"--queue", "rabbitmq", "--amqp-url", bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), "--amqp-url") {
+			t.Errorf("--amqp-url %q: err %v; want one naming --amqp-url", bad, err)
+		} else if strings.Contains(err.Error(), "pw") {
+			t.Errorf("--amqp-url %q: the error shows a password: %v", bad, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/skidata/skidata/adapters/dynamo"
@@ -22,12 +23,14 @@ import (
 // adapter means one entry here and the adapter's own package.
 
 // Deps is what opening an adapter depends on: the configuration, the
-// metrics every adapter reports to, and where the AWS region comes from
-// (which differs between the local and ec2 environments).
+// metrics every adapter reports to, where the AWS region comes from
+// (which differs between the local and ec2 environments), and the process
+// logger (nil: the adapter logs nothing).
 type Deps struct {
 	Config  Config
 	Metrics ports.Metrics
 	Region  RegionSource
+	Log     *slog.Logger
 }
 
 // RegionSource says which AWS region to use; the ec2 environment may have
@@ -278,6 +281,9 @@ func checkRabbitMQ(c Config) error {
 	if c.AMQP.URL == "" {
 		return fmt.Errorf("--queue rabbitmq needs --amqp-url (or %s)", EnvName("amqp-url"))
 	}
+	if _, err := rabbitmq.ParseURLs(c.AMQP.URL); err != nil {
+		return fmt.Errorf("--amqp-url: %w", err)
+	}
 	return nil
 }
 
@@ -294,6 +300,7 @@ func (c Config) RabbitMQConfig() rabbitmq.Config {
 func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 	c := deps.Config.RabbitMQConfig()
 	c.Metrics = deps.Metrics
+	c.Logger = deps.Log
 	b, err := rabbitmq.Open(ctx, c)
 	if err != nil {
 		return OpenedQueue{}, nil, err

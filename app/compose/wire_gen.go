@@ -21,6 +21,7 @@ func buildAll(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 		Config:  cfg,
 		Metrics: metrics,
 		Region:  region,
+		Log:     logger,
 	}
 	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {
@@ -83,6 +84,7 @@ func buildAPI(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 		Config:  cfg,
 		Metrics: metrics,
 		Region:  region,
+		Log:     logger,
 	}
 	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {
@@ -141,6 +143,7 @@ func buildConsumer(ctx context.Context, cfg Config, region RegionSource) (*Servi
 		Config:  cfg,
 		Metrics: metrics,
 		Region:  region,
+		Log:     logger,
 	}
 	openedStore, cleanup, err := OpenStore(ctx, deps)
 	if err != nil {

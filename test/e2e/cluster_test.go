@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -158,27 +159,37 @@ func postRideFull(client *http.Client, base string, r rolesRide) clusterOutcome 
 // twice or stored without having been posted, and the service takes rides
 // again (201) after the failover.
 //
-// The service takes one AMQP URL, so the API and the consumer connect to
-// the two nodes that stay up, and the ride queues are declared through the
-// third (RabbitMQ places a quorum queue's leader on the declaring client's
-// node), which is the one stopped. With a URL list the processes could
-// follow a stopped node of their own; see docs/operations.md.
+// In stop-node and kill-node each process is given one node's URL: the
+// API and the consumer connect to the two nodes that stay up, and the ride
+// queues are declared through the third (RabbitMQ places a quorum queue's
+// leader on the declaring client's node), which is the one lost. In
+// kill-connected-node both processes are given every node's URL and the
+// node they are connected to is killed (SIGKILL, by its PID): they must
+// move to another node of the list (docs/operations.md).
 func TestClusterLeaderNodeLossLosesNoRide(t *testing.T) {
 	for _, how := range []string{"stop-node", "kill-node"} {
 		t.Run(how, func(t *testing.T) { leaderNodeLoss(t, how) })
 	}
+	t.Run("kill-connected-node", connectedNodeLoss)
+}
+
+// clusterFlags are the flags both processes take, but for --role and
+// --amqp-url: quorum queues of a fresh prefix on two shards, PostgreSQL.
+func clusterFlags(t *testing.T) (flags []string, prefix string) {
+	t.Helper()
+	cfg, _ := postgresConfig(t)
+	prefix = fmt.Sprintf("skicluster.%d", time.Now().UnixNano())
+	return []string{
+		"--queue", "rabbitmq", "--amqp-prefix", prefix, "--amqp-queue-type", "quorum", "--amqp-shards", "2",
+		"--store", "postgres", "--database-url", cfg.Postgres.URL, "--db-schema", cfg.Postgres.Schema,
+		"--shutdown-timeout", "30s",
+	}, prefix
 }
 
 func leaderNodeLoss(t *testing.T, how string) {
 	c := startClusterOf(t, 3)
 	bin := buildSkiapi(t)
-	cfg, _ := postgresConfig(t)
-	prefix := fmt.Sprintf("skicluster.%d", time.Now().UnixNano())
-	flags := []string{
-		"--queue", "rabbitmq", "--amqp-prefix", prefix, "--amqp-queue-type", "quorum", "--amqp-shards", "2",
-		"--store", "postgres", "--database-url", cfg.Postgres.URL, "--db-schema", cfg.Postgres.Schema,
-		"--shutdown-timeout", "30s",
-	}
+	flags, prefix := clusterFlags(t)
 	withURL := func(role string, node int) []string {
 		return append([]string{"--role", role, "--amqp-url", c.urls[node-1]}, flags...)
 	}
@@ -198,11 +209,92 @@ func leaderNodeLoss(t *testing.T, how string) {
 	api := startSkiapi(t, "api", bin, withURL("api", 1)...)
 	consumer := startSkiapi(t, "consumer", bin, withURL("consumer", 2)...)
 	_ = consumer
+	loadThroughNodeLoss(t, c, api, how, leaderNode, prefix)
+}
 
+// connectedNodes is the nodes (1..3, the position in the --amqp-url list)
+// p's connections of role reached, in order, from its "rabbitmq connected"
+// log lines.
+func connectedNodes(p *proc, role string) []int {
+	var nodes []int
+	for line := range strings.SplitSeq(p.log(), "\n") {
+		var rec struct {
+			Msg, Role string
+			Node      int
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "rabbitmq connected" && rec.Role == role {
+			nodes = append(nodes, rec.Node)
+		}
+	}
+	return nodes
+}
+
+// connectedNodeLoss gives the API and the consumer every node's URL, kills
+// the node both are connected to under load, and checks, besides what
+// loadThroughNodeLoss checks, that every connection moved to a node that
+// is up.
+func connectedNodeLoss(t *testing.T) {
+	c := startClusterOf(t, 3)
+	bin := buildSkiapi(t)
+	flags, prefix := clusterFlags(t)
+	all := strings.Join(c.urls, ",")
+	api := startSkiapi(t, "api", bin, append([]string{"--role", "api", "--amqp-url", all}, flags...)...)
+	consumer := startSkiapi(t, "consumer", bin, append([]string{"--role", "consumer", "--amqp-url", all}, flags...)...)
+
+	type conn struct {
+		p    *proc
+		role string
+	}
+	conns := []conn{{api, "publish"}, {consumer, "publish"}, {consumer, "consume"}}
+	node := 0
+	for _, cn := range conns {
+		// The consumer subscribes once it serves; wait for its line.
+		apitest.Eventually(t, fmt.Sprintf("%s logs its %s connection", cn.p.name, cn.role), func() string {
+			if len(connectedNodes(cn.p, cn.role)) == 0 {
+				return "no \"rabbitmq connected\" line yet"
+			}
+			return ""
+		})
+		got := connectedNodes(cn.p, cn.role)
+		if len(got) != 1 {
+			t.Fatalf("%s: %s connections logged to nodes %v; want one\n%s", cn.p.name, cn.role, got, cn.p.log())
+		}
+		if node == 0 {
+			node = got[0]
+		}
+		if got[0] != node {
+			t.Fatalf("%s: %s connection on node %d, another on node %d; with the same list all start on its first node", cn.p.name, cn.role, got[0], node)
+		}
+	}
+	if strings.Contains(api.log()+consumer.log(), "guest:guest") {
+		t.Errorf("a log shows the password of an AMQP URL")
+	}
+	t.Logf("API and consumer connected to node %d; ride queue leaders %v", node, c.leaders(t, 1+node%3, prefix+".rides."))
+
+	loadThroughNodeLoss(t, c, api, "kill-node", node, prefix)
+
+	for _, cn := range conns {
+		got := connectedNodes(cn.p, cn.role)
+		if len(got) < 2 || got[len(got)-1] == node {
+			t.Errorf("%s: %s connections went to nodes %v; want a reconnect to a node other than %d", cn.p.name, cn.role, got, node)
+		}
+	}
+}
+
+// loadThroughNodeLoss posts rides to api while node is lost (how: the
+// script's stop-node or kill-node) and checks that each got 201 or 503
+// with Retry-After, rides were taken again after the loss, and every ride
+// answered 201 is stored exactly once.
+func loadThroughNodeLoss(t *testing.T, c *cluster, api *proc, how string, node int, prefix string) {
+	t.Helper()
 	// Bounded load: four clients post distinct rides of 50 skiers. The
-	// leader's node is stopped once a third of the first 1500 rides are in;
+	// node is lost once a third of the first 1500 rides are in;
 	// the load goes on until 1500 rides are posted and at least 200 of
-	// them after the node was down, or three minutes have passed.
+	// them were accepted (201) after the node was down, or three minutes
+	// have passed: a process connected to the lost node answers 503 until
+	// it has moved to another, which the load must outlast. A client
+	// answered 503 waits 100 ms, as one honouring Retry-After would,
+	// rather than spinning through rides while the service recovers.
 	const (
 		clients   = 4
 		firstPart = 500
@@ -214,6 +306,7 @@ func leaderNodeLoss(t *testing.T, how string) {
 		next      atomic.Int64
 		stopped   atomic.Bool
 		sentAfter atomic.Int64
+		okAfter   atomic.Int64
 		mu        sync.Mutex
 		outcomes  []clusterOutcome
 	)
@@ -227,13 +320,13 @@ func leaderNodeLoss(t *testing.T, how string) {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				i := int(next.Add(1) - 1)
-				if i >= minRides && stopped.Load() && sentAfter.Load() >= minAfter {
+				if i >= minRides && stopped.Load() && okAfter.Load() >= minAfter {
 					return
 				}
 				if i == firstPart {
 					once.Do(func() {
 						go func() {
-							out, err := c.run(t, 2*time.Minute, how, fmt.Sprint(leaderNode))
+							out, err := c.run(t, 2*time.Minute, how, fmt.Sprint(node))
 							if err != nil {
 								err = fmt.Errorf("%w: %s", err, out)
 							}
@@ -247,6 +340,12 @@ func leaderNodeLoss(t *testing.T, how string) {
 				o.afterStop = after
 				if after {
 					sentAfter.Add(1)
+					if o.status == http.StatusCreated {
+						okAfter.Add(1)
+					}
+				}
+				if o.status == http.StatusServiceUnavailable {
+					time.Sleep(100 * time.Millisecond)
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
@@ -258,10 +357,10 @@ func leaderNodeLoss(t *testing.T, how string) {
 	select {
 	case err := <-stopDone:
 		if err != nil {
-			t.Fatalf("%s %d: %v", how, leaderNode, err)
+			t.Fatalf("%s %d: %v", how, node, err)
 		}
 	default:
-		t.Fatalf("node %d was not stopped before the load ended (%d rides posted)", leaderNode, len(outcomes))
+		t.Fatalf("node %d was not stopped before the load ended (%d rides posted)", node, len(outcomes))
 	}
 
 	var accepted []rolesRide
@@ -288,11 +387,11 @@ func leaderNodeLoss(t *testing.T, how string) {
 			t.Errorf("POST %+v: status %d; want 201, or 503 with Retry-After", o.ride, o.status)
 		}
 	}
-	t.Logf("%d rides posted: %v; %d posted after node %d stopped, %d of them 201", len(outcomes), counts, sentAfter.Load(), leaderNode, createdAfter)
+	t.Logf("%d rides posted: %v; %d posted after node %d stopped, %d of them 201", len(outcomes), counts, sentAfter.Load(), node, createdAfter)
 	if createdAfter == 0 {
-		t.Errorf("no ride was accepted (201) after node %d stopped: the service did not recover from the failover", leaderNode)
+		t.Errorf("no ride was accepted (201) after node %d stopped: the service did not recover from the failover", node)
 	}
-	newLeaders := c.leaders(t, 1, prefix+".rides.")
+	newLeaders := c.leaders(t, 1+node%3, prefix+".rides.")
 	t.Logf("ride queue leaders after the stop: %v", newLeaders)
 
 	// Every accepted ride stored exactly once; nothing stored twice, and
