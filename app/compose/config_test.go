@@ -136,3 +136,19 @@ func TestNarrowIntegerFlagsRefuseWhatDoesNotFit(t *testing.T) {
 		t.Errorf("in range: %v, %d, %d", err, c.Postgres.MaxConns, c.Breaker.Failures)
 	}
 }
+
+// TestEveryNodeOfAnAMQPURLListIsCheckedAlone: a list of cluster nodes is
+// accepted, and an '@' in the password of any node is refused (checked as
+// one string, the first node's '@' would make every list look wrong).
+func TestEveryNodeOfAnAMQPURLListIsCheckedAlone(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Queue = "rabbitmq"
+	cfg.AMQP.URL = "amqp://guest:guest@127.0.0.1:5672/,amqp://guest:guest@127.0.0.1:5673/"
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("a list of two nodes: %v", err)
+	}
+	cfg.AMQP.URL = "amqp://guest:guest@127.0.0.1:5672/,amqp://bob:a@b@127.0.0.1:5673/"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--amqp-url: the user or password holds an '@'") {
+		t.Errorf("an '@' in the second node's password: %v; want it refused naming --amqp-url", err)
+	}
+}

@@ -12,9 +12,11 @@ import (
 // a quote or a space there is a shell quoting mistake more often than a
 // password. The message names the flag and what to do, not the password.
 func (c Config) validateURLs() error {
-	for _, u := range []struct{ flag, value string }{
-		{"database-url", c.Postgres.URL}, {"amqp-url", c.AMQP.URL}, {"redis-url", c.Redis.URL},
-	} {
+	urls := []struct{ flag, value string }{{"database-url", c.Postgres.URL}, {"redis-url", c.Redis.URL}}
+	for _, node := range strings.Split(c.AMQP.URL, ",") { // --amqp-url lists a cluster's nodes
+		urls = append(urls, struct{ flag, value string }{"amqp-url", strings.TrimSpace(node)})
+	}
+	for _, u := range urls {
 		if what := unescapedInUserinfo(u.value); what != "" {
 			return fmt.Errorf("--%s: the user or password holds %s; percent-encode it (%%40 for @, %%20 for a space, %%09 for a tab, %%22 and %%27 for quotes)", u.flag, what)
 		}

@@ -98,6 +98,7 @@ func TestAnAtSignInAURLPasswordIsRefusedBeforeConnecting(t *testing.T) {
 		{"--database-url", []string{"migrate", "--store", "postgres", "--database-url", "postgres://bob:AAA@BBBsecret@127.0.0.1:1/prod"}},
 		{"--database-url", []string{"--listen", "127.0.0.1:0", "--store", "postgres", "--database-url", "postgres://bob:AAA@BBBsecret@127.0.0.1:1/prod"}},
 		{"--amqp-url", []string{"dlq", "list", "--queue", "rabbitmq", "--amqp-url", "amqp://bob:AAA@BBBsecret@127.0.0.1:1/"}},
+		{"--amqp-url", []string{"dlq", "list", "--queue", "rabbitmq", "--amqp-url", "amqp://guest:guest@127.0.0.1:1/,amqp://bob:AAA@BBBsecret@127.0.0.1:1/"}},
 		{"--redis-url", []string{"--listen", "127.0.0.1:0", "--cache", "redis", "--redis-url", "redis://bob:AAA@BBBsecret@127.0.0.1:1/0"}},
 	} {
 		code, out, errOut := skiapi(c.args...)
