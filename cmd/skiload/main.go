@@ -31,6 +31,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	if len(args) > 0 && args[0] == "sweep" {
+		return sweep(ctx, args[1:], stdout, stderr, tty)
+	}
 	fs := flag.NewFlagSet("skiload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := loadgen.DefaultConfig()
@@ -80,4 +83,52 @@ Flags:
 		p.Out = nil
 	}
 	return loadgen.Run(ctx, cfg, stdout, p)
+}
+
+// sweep runs `skiload sweep`: the batching study.
+func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	fs := flag.NewFlagSet("skiload sweep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := loadgen.DefaultSweepConfig()
+	cfg.RegisterFlags(fs)
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: skiload sweep --vary flag=v1,v2 [--vary flag=v1,v2 ...] [flags]
+
+A batching study. For every combination of the values --vary gives
+skiapi's flags, starts skiapi afresh (with --service-flags; the API and
+the consumer as two processes unless --split=false), sends the same
+open-loop POST load, waits for the queue to drain, and reports rides/s,
+p50 and p99 of the POST, CPU µs per ride in every process (and --cpu-of
+programs) and store writes per ride; --json and --chart write them.
+
+Example (RabbitMQ quorum + PostgreSQL):
+  skiload sweep --skiapi bin/skiapi --cpu-of beam.smp,postgres \
+    --service-flags "--store postgres --queue rabbitmq" \
+    --vary batch-size=100,500,2000 --vary batch-linger=5ms,20ms \
+    --vary amqp-publish-linger=0s,5ms --chart sweep.svg --json sweep.json
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return loadgen.ExitOK
+		}
+		return loadgen.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "skiload sweep: unexpected argument %q\n", fs.Arg(0))
+		return loadgen.ExitUsage
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "skiload sweep:", err)
+		return loadgen.ExitUsage
+	}
+	p := &loadgen.Progress{Out: stderr, TTY: tty, Every: 2 * time.Second}
+	if *quiet {
+		p.Out = nil
+	}
+	return loadgen.RunSweep(ctx, cfg, stdout, p)
 }

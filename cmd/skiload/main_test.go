@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -193,5 +196,46 @@ func TestReportShowsTheServersMessageAndNetworkCauses(t *testing.T) {
 	out = stdout.String()
 	if code != 1 || !strings.Contains(out, "network-error×10: Post "+down+": dial tcp") || !strings.Contains(out, "connection refused") {
 		t.Errorf("server down: exit %d; want 1 and the address and cause:\n%s", code, out)
+	}
+}
+
+// TestSweepStartsTheServiceForEveryPointAndMeasuresIt runs a tiny sweep
+// of skiapi (built here) in memory mode, one process a point: every point
+// answers every POST 201 and reports the CPU and store writes per ride,
+// in the table, the JSON and the chart.
+func TestSweepStartsTheServiceForEveryPointAndMeasuresIt(t *testing.T) {
+	skiapi := filepath.Join(t.TempDir(), "skiapi")
+	if out, err := exec.Command("go", "build", "-o", skiapi, "../skiapi").CombinedOutput(); err != nil {
+		t.Fatalf("go build skiapi: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--skiapi", skiapi, "--split=false", "--service-flags", "--store memory",
+		"--vary", "batch-size=10,100", "--rate", "200", "--duration", "500ms", "--quiet",
+		"--json", filepath.Join(dir, "s.json"), "--chart", filepath.Join(dir, "s.svg")}, &stdout, &stderr, false)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "s.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var points []loadgen.SweepPoint
+	if err := json.Unmarshal(b, &points); err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 2 {
+		t.Fatalf("%d points; want 2:\n%s", len(points), stdout.String())
+	}
+	for _, p := range points {
+		if p.Sent != 100 || p.OK != 100 || p.CPU["all"] <= 0 || p.CPU["total"] != p.CPU["all"] || p.StoreWritesPerRide <= 0 || p.StoreWritesPerRide > 1 {
+			t.Errorf("point %s: %+v; want 100 sent and 201'd, CPU measured, between 0 and 1 store write per ride", p.Label(), p)
+		}
+	}
+	if !strings.Contains(stdout.String(), "batch-size=10 ") || !strings.Contains(stdout.String(), "batch-size=100 ") {
+		t.Errorf("table lacks a point:\n%s", stdout.String())
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "s.svg")); err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Errorf("chart: %v", err)
 	}
 }

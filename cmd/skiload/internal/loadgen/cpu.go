@@ -24,37 +24,48 @@ type CPUSource struct {
 // MetricsCPU reads process_cpu_seconds_total from the Prometheus endpoint
 // at base + "/metrics" (the service's own, or a consumer's).
 func MetricsCPU(name string, client *http.Client, base string) CPUSource {
-	url := strings.TrimRight(base, "/") + "/metrics"
 	return CPUSource{Name: name, Read: func(ctx context.Context) (time.Duration, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return 0, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return cpuFromMetrics(resp.Body)
+		v, err := ReadCounter(ctx, client, base, "process_cpu_seconds_total")
+		return seconds(v), err
 	}}
 }
 
-// cpuFromMetrics finds process_cpu_seconds_total in a Prometheus text exposition.
-func cpuFromMetrics(r io.Reader) (time.Duration, error) {
+// ReadCounter sums the series of the counter name on base + "/metrics".
+func ReadCounter(ctx context.Context, client *http.Client, base, name string) (float64, error) {
+	url := strings.TrimRight(base, "/") + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return counterSum(resp.Body, name)
+}
+
+// counterSum finds the counter name in a Prometheus text exposition and
+// sums its series.
+func counterSum(r io.Reader, name string) (float64, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
 		return 0, fmt.Errorf("parse metrics: %w", err)
 	}
-	f, ok := families["process_cpu_seconds_total"]
+	f, ok := families[name]
 	if !ok || len(f.GetMetric()) == 0 {
-		return 0, errors.New("no process_cpu_seconds_total in the metrics")
+		return 0, fmt.Errorf("no %s in the metrics", name)
 	}
-	return seconds(f.GetMetric()[0].GetCounter().GetValue()), nil
+	var sum float64
+	for _, m := range f.GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum, nil
 }
 
 // ProcCPU sums, from /proc, the CPU time of every process whose command

@@ -1,0 +1,397 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// SweepConfig is a batching study: the same open-loop POST load against a
+// service started afresh for every combination of the settings varied.
+type SweepConfig struct {
+	Skiapi string   // the skiapi executable
+	Flags  []string // given to every process (store, queue, URLs)
+	Vary   []Variation
+	// Split runs the API and the consumer as two processes (--role api,
+	// --role consumer), as production does; otherwise one (--role all).
+	Split bool
+	Load  Config // Rate, Duration, MaxInFlight, Seed, Ranges, CPUOf, Timeout, VerifyDeadline
+	JSON  string
+	Chart string
+}
+
+// Variation is one skiapi flag and the values the sweep gives it.
+type Variation struct {
+	Flag   string
+	Values []string
+}
+
+// variations is the repeatable --vary flag.
+type variations []Variation
+
+func (v *variations) String() string { return "" }
+
+func (v *variations) Set(s string) error {
+	name, values, ok := strings.Cut(s, "=")
+	name = strings.TrimPrefix(name, "--")
+	if !ok || name == "" || values == "" {
+		return fmt.Errorf("want flag=value,value,… (e.g. batch-size=100,500)")
+	}
+	*v = append(*v, Variation{Flag: name, Values: strings.Split(values, ",")})
+	return nil
+}
+
+// DefaultSweepConfig sweeps nothing until told: 8,000 POSTs/s for 10 s a point.
+func DefaultSweepConfig() SweepConfig {
+	load := DefaultConfig()
+	load.Rate = 8000
+	return SweepConfig{Skiapi: "skiapi", Split: true, Load: load}
+}
+
+// RegisterFlags binds c's fields to flags on fs.
+func (c *SweepConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Skiapi, "skiapi", c.Skiapi, "the skiapi executable the sweep starts for every point")
+	fs.Func("service-flags", "flags given to every skiapi process, space-separated (e.g. \"--store postgres --queue rabbitmq\"); the sweep sets --listen and --role itself", func(s string) error {
+		c.Flags = strings.Fields(s)
+		return nil
+	})
+	fs.Var((*variations)(&c.Vary), "vary", "a skiapi flag and its values, flag=v1,v2,…; repeat for more flags: every combination is a point")
+	fs.BoolVar(&c.Split, "split", c.Split, "run the API and the consumer as two processes (--role api and --role consumer); false: one --role all")
+	fs.Float64Var(&c.Load.Rate, "rate", c.Load.Rate, "open-loop POSTs per second at every point")
+	fs.DurationVar(&c.Load.Duration, "duration", c.Load.Duration, "how long each point's load runs")
+	fs.IntVar(&c.Load.MaxInFlight, "max-inflight", c.Load.MaxInFlight, "most requests in flight at once")
+	fs.Uint64Var(&c.Load.Seed, "seed", c.Load.Seed, "seed of the random rides (each point sends the next rides of the sequence)")
+	fs.StringVar(&c.Load.CPUOf, "cpu-of", c.Load.CPUOf, "also report the CPU per ride of these local processes, by command name (e.g. beam.smp,postgres)")
+	fs.DurationVar(&c.Load.Timeout, "timeout", c.Load.Timeout, "per-request HTTP timeout")
+	fs.DurationVar(&c.Load.VerifyDeadline, "drain-deadline", c.Load.VerifyDeadline, "how long a point waits for its queue to drain")
+	fs.StringVar(&c.JSON, "json", c.JSON, "write the points as JSON to this file")
+	fs.StringVar(&c.Chart, "chart", c.Chart, "write an SVG of CPU per ride, p99 and store writes per ride at every point to this file")
+}
+
+// Validate reports the first setting that cannot work.
+func (c SweepConfig) Validate() error {
+	if len(c.Vary) == 0 {
+		return errors.New("--vary: name at least one skiapi flag to vary, e.g. --vary batch-size=100,500")
+	}
+	for _, f := range c.Flags {
+		for _, own := range []string{"--listen", "--role"} {
+			if f == own || strings.HasPrefix(f, own+"=") {
+				return fmt.Errorf("--service-flags: %s is set by the sweep for each process", own)
+			}
+		}
+	}
+	if c.Load.Rate <= 0 || c.Load.RateCount() < 1 {
+		return fmt.Errorf("--rate %g for --duration %s sends no request", c.Load.Rate, c.Load.Duration)
+	}
+	return nil
+}
+
+// Points are the combinations of c.Vary, the first flag varying slowest.
+func (c SweepConfig) Points() [][]Setting {
+	points := [][]Setting{nil}
+	for _, v := range c.Vary {
+		var next [][]Setting
+		for _, p := range points {
+			for _, value := range v.Values {
+				next = append(next, append(append([]Setting(nil), p...), Setting{v.Flag, value}))
+			}
+		}
+		points = next
+	}
+	return points
+}
+
+// Setting is one flag's value at a point.
+type Setting struct {
+	Flag  string `json:"flag"`
+	Value string `json:"value"`
+}
+
+// SweepPoint is what one point measured.
+type SweepPoint struct {
+	Settings []Setting `json:"settings"`
+	Sent     int       `json:"sent"`
+	OK       int       `json:"ok"`
+	// RidesPerSecond is the answers with 201 per second of the load.
+	RidesPerSecond float64 `json:"ridesPerSecond"`
+	P50Ms          float64 `json:"p50Ms"`
+	P99Ms          float64 `json:"p99Ms"`
+	// CPU is µs of CPU per ride, per process (api, consumer, the --cpu-of
+	// programs) and "total".
+	CPU map[string]float64 `json:"cpuMicrosPerRide"`
+	// StoreWritesPerRide is the persister's store writes (batches) per
+	// ride; WriteUnitsPerRide the store's capacity units per ride
+	// (DynamoDB), 0 where the store reports none.
+	StoreWritesPerRide float64 `json:"storeWritesPerRide"`
+	WriteUnitsPerRide  float64 `json:"writeUnitsPerRide"`
+	Err                string  `json:"error,omitempty"`
+}
+
+// Label is the point's settings, "batch-size=100 batch-linger=5ms".
+func (p SweepPoint) Label() string {
+	var parts []string
+	for _, s := range p.Settings {
+		parts = append(parts, s.Flag+"="+s.Value)
+	}
+	return strings.Join(parts, " ")
+}
+
+// RunSweep measures every point, prints a table and writes the JSON and
+// the chart; it returns the exit code.
+func RunSweep(ctx context.Context, c SweepConfig, stdout io.Writer, p *Progress) int {
+	if err := c.Validate(); err != nil {
+		fmt.Fprintln(stdout, "skiload sweep:", err)
+		return ExitUsage
+	}
+	code := ExitOK
+	var points []SweepPoint
+	for i, settings := range c.Points() {
+		load := c.Load
+		load.Seed = c.Load.Seed + uint64(i) // fresh rides at every point
+		pt := runPoint(ctx, c, load, settings, p)
+		if pt.Err != "" || pt.OK < pt.Sent || pt.Sent < load.RateCount() {
+			code = ExitFailed
+		}
+		points = append(points, pt)
+		if interrupted(ctx, stdout) {
+			return ExitFailed
+		}
+	}
+	PrintSweep(stdout, c, points)
+	if c.JSON != "" {
+		b, _ := json.MarshalIndent(points, "", "  ")
+		if err := os.WriteFile(c.JSON, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stdout, "skiload sweep:", err)
+			code = ExitFailed
+		}
+	}
+	if c.Chart != "" {
+		var buf bytes.Buffer
+		title := fmt.Sprintf("skiload sweep: %.0f POSTs/s for %s a point", c.Load.Rate, c.Load.Duration)
+		if err := WriteSweepChart(&buf, title, points); err == nil {
+			err = os.WriteFile(c.Chart, buf.Bytes(), 0o644)
+			if err != nil {
+				fmt.Fprintln(stdout, "skiload sweep:", err)
+				code = ExitFailed
+			}
+		}
+	}
+	return code
+}
+
+// runPoint starts the service with the point's settings, runs the load,
+// reads what it cost and stops the service.
+func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Setting, p *Progress) SweepPoint {
+	pt := SweepPoint{Settings: settings, CPU: map[string]float64{}}
+	var extra []string
+	for _, s := range settings {
+		extra = append(extra, "--"+s.Flag+"="+s.Value)
+	}
+	roles := []string{"all"}
+	if c.Split {
+		roles = []string{"api", "consumer"}
+	}
+	var procs []*serviceProcess
+	defer func() {
+		for _, sp := range procs {
+			sp.stop()
+		}
+	}()
+	for _, role := range roles {
+		sp, err := startService(ctx, c.Skiapi, append(append(append([]string(nil), c.Flags...), extra...), "--role", role), c.Load.VerifyDeadline)
+		if err != nil {
+			pt.Err = fmt.Sprintf("%s: %v", role, err)
+			return pt
+		}
+		procs = append(procs, sp)
+	}
+	api, persister := procs[0], procs[len(procs)-1]
+	load.URL = api.url
+	if c.Split {
+		load.CPUMetrics = "consumer=" + persister.url
+	}
+	svc := service(load)
+	svc.CPU[0].Name = roles[0]
+	client := cpuClient(load)
+	batches0, _ := ReadCounter(ctx, client, persister.url, "skidata_persist_batches_total")
+	units0, unitsErr := ReadCounter(ctx, client, persister.url, "skidata_store_capacity_units_total")
+
+	n := load.RateCount()
+	known := Known(load.Seed, load.Ranges, n)
+	loop := OpenLoop{Rate: load.Rate, Count: n, MaxInFlight: load.MaxInFlight, Grace: load.Timeout, Clock: RealClock{}}
+	httpClient := NewHTTPClient(load.MaxInFlight, load.Timeout)
+	defer httpClient.CloseIdleConnections()
+	post := openCases(Config{Mode: "post"}, known)[0]
+	rec := NewRecorder(n, false, p.Observe)
+	stop := p.Start(ctx, pt.Label(), n)
+	cost := measure(ctx, load, svc, http.MethodPost, func() int {
+		pt.Sent = loop.Run(ctx, httpClient, post.build(api.url), rec.Record)
+		return pt.Sent
+	})
+	stop()
+	s := rec.Summary(pt.Label(), http.MethodPost, loop, pt.Sent)
+	pt.OK = s.Succeeded
+	pt.RidesPerSecond = s.Throughput
+	pt.P50Ms, pt.P99Ms = float64(s.P50)/1e6, float64(s.P99)/1e6
+	for i, name := range cost.Names {
+		if cost.Err[i] == nil {
+			pt.CPU[name] = us(cost.Per[i])
+		}
+	}
+	pt.CPU["total"] = us(cost.Total())
+	if batches1, err := ReadCounter(ctx, client, persister.url, "skidata_persist_batches_total"); err == nil && pt.OK > 0 {
+		pt.StoreWritesPerRide = (batches1 - batches0) / float64(pt.OK)
+	}
+	if units1, err := ReadCounter(ctx, client, persister.url, "skidata_store_capacity_units_total"); err == nil && unitsErr == nil && pt.OK > 0 {
+		pt.WriteUnitsPerRide = (units1 - units0) / float64(pt.OK)
+	}
+	return pt
+}
+
+// serviceProcess is one skiapi process the sweep started.
+type serviceProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lockedBuffer
+	exited chan struct{}
+}
+
+// lockedBuffer is the tail of a process's stderr, written by its copier.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) tail() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(b.buf.String())
+	if len(s) > 600 {
+		s = "…" + s[len(s)-600:]
+	}
+	return s
+}
+
+// freePort is a loopback port nothing listened on a moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+// startService starts skiapi with args on a free loopback port and waits
+// until its /readyz answers 200.
+func startService(ctx context.Context, skiapi string, args []string, deadline time.Duration) (*serviceProcess, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(skiapi, append(args, "--listen", addr, "--log-level", "warn")...)
+	sp := &serviceProcess{cmd: cmd, url: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = sp.stderr, sp.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = cmd.Wait(); close(sp.exited) }()
+	client := &http.Client{Timeout: time.Second}
+	give := time.After(deadline)
+	for {
+		if resp, err := client.Get(sp.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return sp, nil
+			}
+		}
+		select {
+		case <-sp.exited:
+			return nil, fmt.Errorf("skiapi %s exited before it was ready: %s", strings.Join(args, " "), sp.stderr.tail())
+		case <-give:
+			sp.stop()
+			return nil, fmt.Errorf("skiapi %s not ready within %s: %s", strings.Join(args, " "), deadline, sp.stderr.tail())
+		case <-ctx.Done():
+			sp.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM (the service drains its queue) and kills the process
+// if it has not exited within 30 s.
+func (sp *serviceProcess) stop() {
+	_ = sp.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-sp.exited:
+	case <-time.After(30 * time.Second):
+		_ = sp.cmd.Process.Kill()
+		<-sp.exited
+	}
+}
+
+// PrintSweep writes one line per point.
+func PrintSweep(w io.Writer, c SweepConfig, points []SweepPoint) {
+	names := cpuNames(points)
+	fmt.Fprintf(w, "== sweep: open loop %.0f POSTs/s for %s a point, %s ==\n", c.Load.Rate, c.Load.Duration, map[bool]string{true: "API and consumer as two processes", false: "one process"}[c.Split])
+	fmt.Fprintf(w, "%-44s %9s %8s %8s", "point", "rides/s", "p50 ms", "p99 ms")
+	for _, n := range names {
+		fmt.Fprintf(w, " %9s", n)
+	}
+	fmt.Fprintf(w, " %12s %11s\n", "writes/ride", "units/ride")
+	for _, p := range points {
+		if p.Err != "" {
+			fmt.Fprintf(w, "%-44s failed: %s\n", p.Label(), p.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%-44s %9.0f %8.2f %8.2f", p.Label(), p.RidesPerSecond, p.P50Ms, p.P99Ms)
+		for _, n := range names {
+			fmt.Fprintf(w, " %9.1f", p.CPU[n])
+		}
+		fmt.Fprintf(w, " %12.4f %11.3f\n", p.StoreWritesPerRide, p.WriteUnitsPerRide)
+	}
+	fmt.Fprintln(w, "(CPU: µs per ride in each process, read before the load and after the queue drained; writes: store writes (persister batches) per ride; units: store capacity units per ride, DynamoDB only)")
+}
+
+// cpuNames are the processes measured at any point, "total" last.
+func cpuNames(points []SweepPoint) []string {
+	var names []string
+	seen := map[string]bool{"total": true}
+	for _, p := range points {
+		for _, s := range []string{"api", "all", "consumer"} {
+			if _, ok := p.CPU[s]; ok && !seen[s] {
+				seen[s] = true
+				names = append(names, s)
+			}
+		}
+	}
+	for _, p := range points {
+		for n := range p.CPU {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return append(names, "total")
+}
