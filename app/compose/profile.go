@@ -36,6 +36,9 @@ var Profiles = map[string]Profile{
 			"store":      "dynamo-sharded",
 			"queue":      "rabbitmq",
 			"log-format": "json",
+			// The demo resorts do not belong in a production resort
+			// table: `skiapi seed --profile ec2` loads them on purpose.
+			"seed-demo": "false",
 		},
 		FromEnv: map[string]string{
 			"amqp-url":      "AMQP_URL",

@@ -32,6 +32,22 @@ func TestProfileEC2ChoosesDynamoRabbitMQAndJSONLogs(t *testing.T) {
 	}
 }
 
+// TestProfileEC2DoesNotSeedTheDemoResorts: the ten demo resorts must not
+// land in a production resort table at start; `skiapi seed` loads them on
+// purpose.
+func TestProfileEC2DoesNotSeedTheDemoResorts(t *testing.T) {
+	c, src, err := parseSources(t, []string{"--profile", "ec2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog.SeedDemo || src["seed-demo"] != "profile ec2" {
+		t.Errorf("ec2 profile: seed-demo %v from %s; want false from the profile", c.Catalog.SeedDemo, src["seed-demo"])
+	}
+	if c, _, _ := parseSources(t, nil, nil); !c.Catalog.SeedDemo {
+		t.Error("without a profile the demo resorts are not seeded; want them (memory mode answers with them)")
+	}
+}
+
 // Each row sets --queue-capacity's neighbour --store at some levels and
 // says which must win: flag > SKI_ variable > profile > built-in default.
 func TestProfilePrecedenceFlagOverEnvOverProfileOverDefault(t *testing.T) {

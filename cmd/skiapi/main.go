@@ -3,7 +3,7 @@
 //
 //	skiapi [serve] [flags]   run the service (the default command)
 //	skiapi migrate [flags]   apply the PostgreSQL migrations, print the version
-//	skiapi seed [flags]      load the missing demo resorts into PostgreSQL
+//	skiapi seed [flags]      load the missing demo resorts into the store (PostgreSQL, DynamoDB)
 //	skiapi tables create|describe [flags]
 //	                         create / show the DynamoDB tables of --store dynamo-*
 //	skiapi dlq list [--limit N]|replay [flags]
@@ -106,8 +106,10 @@ Commands:
   serve     run the service (default)
   migrate   apply pending PostgreSQL migrations and print the schema version
             (needs --store postgres --database-url ...)
-  seed      load the demo resorts missing from PostgreSQL; existing resorts
-            keep their seasons (same flags as migrate)
+  seed      load the demo resorts missing from the store: PostgreSQL (same
+            flags as migrate) or a DynamoDB model (after tables create);
+            existing resorts keep their seasons. --profile ec2 does not
+            seed at start: run this once if you want the demo resorts
   tables create    create the DynamoDB tables and index of --store
                    `+dynamoStores()+` (with --dynamo-table-prefix),
                    on-demand billing; waits until active; harmless to rerun
@@ -193,7 +195,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 
 func seed(args []string, stdout, stderr io.Writer) int {
 	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		n, err := seedPostgres(ctx, cfg)
+		n, err := seedStore(ctx, cfg)
 		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
 	})
 }

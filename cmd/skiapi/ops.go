@@ -78,19 +78,26 @@ func migratePostgres(ctx context.Context, cfg compose.Config) (int, error) {
 	return db.SchemaVersion(ctx)
 }
 
-// seedPostgres loads the demo resorts into the database cfg names (`skiapi
-// seed`); resorts already there keep their seasons. It returns how many
-// resorts the store holds afterwards.
-func seedPostgres(ctx context.Context, cfg compose.Config) (int, error) {
-	db, err := openForCommand(ctx, cfg)
+// seedStore loads the demo resorts into the store cfg names (`skiapi
+// seed`): a PostgreSQL database or a DynamoDB model's resort table, whose
+// tables must exist (`skiapi tables create`). Resorts already there keep
+// their seasons. It returns how many resorts the store holds afterwards.
+func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if cfg.Store == "memory" {
+		return 0, usageErr(fmt.Errorf("--store memory keeps nothing after the command; seed a store that lasts: --store postgres or one of the dynamo-* stores"))
+	}
+	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	if err := app.SeedDemoResorts(ctx, db.Resorts()); err != nil {
+	defer closeStore()
+	if err := app.SeedDemoResorts(ctx, st.Resorts); err != nil {
 		return 0, err
 	}
-	rs, err := db.Resorts().Resorts(ctx)
+	rs, err := st.Resorts.Resorts(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count resorts after seeding: %w", err)
 	}

@@ -163,3 +163,25 @@ func TestDLQListThenReplay(t *testing.T) {
 		t.Errorf("ride queue depth after replay = %+v, %v; want %d rides", depth, err, len(rides))
 	}
 }
+
+// TestSeedLoadsTheDemoResortsIntoADynamoDBStore: the ec2 profile no longer
+// seeds at start, so `skiapi seed` must reach the DynamoDB models too; a
+// memory store, gone when the command ends, is refused.
+func TestSeedLoadsTheDemoResortsIntoADynamoDBStore(t *testing.T) {
+	endpoint := dynamotest.EndpointOrStart(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	flags := []string{"--store", "dynamo-sharded", "--dynamo-region", dynamotest.Region, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", dynamotest.Prefix(t)}
+	if code, _, errOut := skiapi(append([]string{"tables", "create"}, flags...)...); code != 0 {
+		t.Fatalf("tables create: exit %d: %s", code, errOut)
+	}
+	for i := range 2 {
+		code, out, errOut := skiapi(append([]string{"seed"}, flags...)...)
+		if code != 0 || !strings.Contains(out, "the store holds 10 resorts") {
+			t.Errorf("seed (run %d): exit %d, stdout %q, stderr %q; want 0 and 10 resorts", i+1, code, out, errOut)
+		}
+	}
+	if code, _, errOut := skiapi("seed", "--store", "memory"); code != 2 || !strings.Contains(errOut, "--store memory keeps nothing") {
+		t.Errorf("seed --store memory: exit %d, %q; want 2 saying memory keeps nothing", code, errOut)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
+	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/apitest"
@@ -100,6 +101,16 @@ func TestEC2ProfileEndToEnd(t *testing.T) {
 	cfg := ec2Config(t, "--dynamo-endpoint", endpoint, "--dynamo-table-prefix", prefix, "--amqp-prefix", amqpPrefix)
 	if err := dynamo.CreateTables(dynamotest.Context(t), dynamosim.ClientFor(endpoint), prefix, dynamo.ModelSharded); err != nil {
 		t.Fatalf("CreateTables: %v", err)
+	}
+	// The profile does not seed at start; the suite asks about the demo
+	// resorts, so they are loaded as an operator would (`skiapi seed`).
+	st, closeStore, err := compose.OpenStore(dynamotest.Context(t), compose.Deps{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	if err := app.SeedDemoResorts(dynamotest.Context(t), st.Resorts); err != nil {
+		t.Fatal(err)
 	}
 	apitest.Run(t, apitest.Start(t, cfg))
 }
