@@ -1241,3 +1241,32 @@ func TestTemplateHTTPRedirectsToHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateQueueAlarmsCountMessagesNotRides: Amazon MQ's queue metrics
+// count messages, and a message carries up to --amqp-publish-batch rides,
+// so a threshold stated in rides would under-report lag up to 256 times
+// exactly under load. Every alarm on a message count takes its threshold
+// from a parameter that says it counts messages, or a literal 0.
+func TestTemplateQueueAlarmsCountMessagesNotRides(t *testing.T) {
+	tpl := loadTemplate(t)
+	params := tpl["Parameters"].(map[string]any)
+	checked := 0
+	for name, a := range resources(t, tpl, "AWS::CloudWatch::Alarm") {
+		if a["Namespace"] != "AWS/AmazonMQ" || !strings.HasPrefix(str(a["MetricName"]), "Message") {
+			continue
+		}
+		checked++
+		th := str(a["Threshold"])
+		if th == "0" {
+			continue
+		}
+		ref := strings.TrimSuffix(strings.TrimPrefix(th, "map[Ref:"), "]")
+		p, ok := params[ref].(map[string]any)
+		if !ok || !strings.HasSuffix(ref, "Messages") || !strings.Contains(str(p["Description"]), "messages") {
+			t.Errorf("%s: %s threshold %s; want a parameter named and described in messages", name, a["MetricName"], th)
+		}
+	}
+	if checked < 2 {
+		t.Errorf("%d alarms on Amazon MQ message counts; want the lag and dead-letter alarms", checked)
+	}
+}
