@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/skidata/skidata/domain"
@@ -29,7 +30,19 @@ type AdmissionConfig struct {
 	// HardLimit is the queue depth in rides at which every POST is answered
 	// 503 at once; 0 is off.
 	HardLimit int64
+	// ClientRate is the most rides per second one client (ports.ClientOf)
+	// may send, so that one client cannot spend the whole Rate and get
+	// every other client 429s; 0 is no per-client limit.
+	ClientRate float64
+	// ClientBurst is how many rides one client may send at once above
+	// ClientRate; 0 means one second's worth.
+	ClientBurst int
 }
+
+// ClientsTracked is how many clients' buckets ingest keeps; the least
+// recently seen is forgotten first (and starts with a full bucket if it
+// comes back).
+const ClientsTracked = 10_000
 
 // depthSampleEvery is how often the queue depth is read: often enough that
 // the limiter follows a spike within a fraction of a second, rarely enough
@@ -45,6 +58,7 @@ const minRateFraction = 0.05
 // reports them.
 const (
 	rejectRate        = "rate"         // over the rate limit: 429
+	rejectClientRate  = "client_rate"  // over the client's own rate limit: 429
 	rejectQueueFull   = "queue_full"   // the queue is at its ceiling: 503
 	rejectBreakerOpen = "breaker_open" // publishing paused after failures: 503
 	rejectUnavailable = "unavailable"  // the queue failed the publish: 503
@@ -55,8 +69,9 @@ const (
 
 // Ingest is the write path's use case. A POSTed ride passes, in order:
 //
-//  1. admission control: a hard ceiling on the queue depth (503 at once)
-//     and a token bucket (golang.org/x/time/rate; over it: 429) whose
+//  1. admission control: a hard ceiling on the queue depth (503 at once),
+//     a token bucket per client (ports.ClientOf; over it: 429) and one
+//     token bucket (golang.org/x/time/rate; over it: 429) whose
 //     refill rate follows the queue depth, full below the soft limit and
 //     scaled down linearly to 5% at the hard limit;
 //  2. the catalogue check: its resort and season must be registered (404);
@@ -74,8 +89,10 @@ type Ingest struct {
 	cfg     AdmissionConfig
 	metrics ports.Metrics
 	log     *slog.Logger
-	limiter *rate.Limiter // nil: no rate limit
-	depth   atomic.Int64  // the last sampled queue depth, in rides
+	limiter *rate.Limiter                     // nil: no rate limit
+	clients *lru.Cache[string, *rate.Limiter] // nil: no per-client limit
+	depth   atomic.Int64                      // the last sampled queue depth, in rides
+	now     func() time.Time
 }
 
 var _ ports.RideIngester = (*Ingest)(nil)
@@ -95,16 +112,47 @@ func newIngest(catalog *Catalog, pub ports.Publisher, queue ports.QueueStats, ad
 	in := &Ingest{
 		catalog: catalog,
 		group:   newGroupCommit(instrumentedPublisher{next: pub, metrics: m, log: log}, pc),
-		queue:   queue, cfg: adm, metrics: m, log: log,
+		queue:   queue, cfg: adm, metrics: m, log: log, now: time.Now,
 	}
 	if adm.Rate > 0 {
-		burst := adm.Burst
-		if burst == 0 {
-			burst = int(math.Ceil(adm.Rate))
-		}
-		in.limiter = rate.NewLimiter(rate.Limit(adm.Rate), burst)
+		in.limiter = rate.NewLimiter(rate.Limit(adm.Rate), burstOf(adm.Rate, adm.Burst))
+	}
+	if adm.ClientRate > 0 {
+		in.clients, _ = lru.New[string, *rate.Limiter](ClientsTracked) // fails only for a size ≤ 0
 	}
 	return in
+}
+
+// burstOf is burst, or one second's worth of r when burst is 0.
+func burstOf(r float64, burst int) int {
+	if burst == 0 {
+		return int(math.Ceil(r))
+	}
+	return burst
+}
+
+// errClientRate marks a refusal by the client's own limit.
+var errClientRate = errors.New("over the client's rate")
+
+// clientAllows takes a token from the bucket of ctx's client.
+func (in *Ingest) clientAllows(ctx context.Context) error {
+	client := ports.ClientOf(ctx)
+	if in.clients == nil || client == "" {
+		return nil
+	}
+	l, ok := in.clients.Get(client)
+	if !ok {
+		fresh := rate.NewLimiter(rate.Limit(in.cfg.ClientRate), burstOf(in.cfg.ClientRate, in.cfg.ClientBurst))
+		if prev, found, _ := in.clients.PeekOrAdd(client, fresh); found {
+			l = prev
+		} else {
+			l = fresh
+		}
+	}
+	if l.AllowN(in.now(), 1) {
+		return nil
+	}
+	return fmt.Errorf("%w%w", domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate), errClientRate)
 }
 
 // AddRide implements ports.RideIngester.
@@ -121,6 +169,9 @@ func (in *Ingest) addRide(ctx context.Context, ride domain.LiftRide) error {
 		if d := in.depth.Load(); d >= in.cfg.HardLimit {
 			return errQueueAtCeiling(d, in.cfg.HardLimit)
 		}
+	}
+	if err := in.clientAllows(ctx); err != nil {
+		return err
 	}
 	if in.limiter != nil && !in.limiter.Allow() {
 		return domain.Overloaded("this server takes at most %.0f rides per second now; retry after the Retry-After header", float64(in.limiter.Limit()))
@@ -144,6 +195,8 @@ func rejectionReason(err error) string {
 		return rejectQueueFull
 	case errors.Is(err, ports.ErrPublishPaused):
 		return rejectBreakerOpen
+	case errors.Is(err, errClientRate):
+		return rejectClientRate
 	case errors.Is(err, domain.ErrOverloaded):
 		return rejectRate
 	case errors.Is(err, domain.ErrNotFound):

@@ -371,3 +371,38 @@ func TestGroupCommitLeavesOutRidesWhoseRequestEnded(t *testing.T) {
 		t.Errorf("messages %v; want the first ride, then only the third", sent)
 	}
 }
+
+// TestOneClientOverItsRateLeavesTheOthersTheirs: a client that spends its
+// own bucket gets 429s (reason client_rate), while another client, and
+// rides whose transport names no client, still get in; with time its
+// bucket refills.
+func TestOneClientOverItsRateLeavesTheOthersTheirs(t *testing.T) {
+	pub, m := &recordingPublisher{}, &rejections{}
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{ClientRate: 1, ClientBurst: 2}, PublishConfig{}, m)
+	clock := time.Unix(1_700_000_000, 0)
+	in.now = func() time.Time { return clock }
+	greedy, polite := ports.WithClient(context.Background(), "192.0.2.1"), ports.WithClient(context.Background(), "192.0.2.2")
+	for i := range 2 {
+		if err := in.AddRide(greedy, aRide); err != nil {
+			t.Fatalf("greedy ride %d within its burst: %v", i+1, err)
+		}
+	}
+	err := in.AddRide(greedy, aRide)
+	var de *domain.Error
+	if !errors.Is(err, domain.ErrOverloaded) || !errors.As(err, &de) || de.Msg != "this client may send at most 1 rides per second; retry after the Retry-After header" {
+		t.Fatalf("greedy ride over its rate = %v; want ErrOverloaded saying the client's rate", err)
+	}
+	if err := in.AddRide(polite, aRide); err != nil {
+		t.Errorf("another client: %v; want accepted", err)
+	}
+	if err := in.AddRide(context.Background(), aRide); err != nil {
+		t.Errorf("a ride with no client named: %v; want accepted", err)
+	}
+	if m.of(rejectClientRate) != 1 || m.of(rejectRate) != 0 {
+		t.Errorf("rejections client_rate %d, rate %d; want 1 and 0", m.of(rejectClientRate), m.of(rejectRate))
+	}
+	clock = clock.Add(time.Second)
+	if err := in.AddRide(greedy, aRide); err != nil {
+		t.Errorf("greedy client a second later: %v; want its refilled token", err)
+	}
+}

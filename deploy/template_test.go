@@ -1270,3 +1270,51 @@ func TestTemplateQueueAlarmsCountMessagesNotRides(t *testing.T) {
 		t.Errorf("%d alarms on Amazon MQ message counts; want the lag and dead-letter alarms", checked)
 	}
 }
+
+// TestTemplateWAFRateLimitsEachClientAddress: one client cannot get every
+// other client refused: a WAF rule blocks any one IP over its rate at the
+// load balancer, and each instance limits each client (SKI_CLIENT_RATE,
+// the address from X-Forwarded-For under the ec2 profile).
+func TestTemplateWAFRateLimitsEachClientAddress(t *testing.T) {
+	tpl := loadTemplate(t)
+	acls := resources(t, tpl, "AWS::WAFv2::WebACL")
+	if len(acls) != 1 {
+		t.Fatalf("%d web ACLs; want 1", len(acls))
+	}
+	var aclName string
+	for name, acl := range acls {
+		aclName = name
+		if acl["Scope"] != "REGIONAL" {
+			t.Errorf("%s scope %v; want REGIONAL (a load balancer's)", name, acl["Scope"])
+		}
+		limited := false
+		for _, r := range list(acl["Rules"]) {
+			rule := r.(map[string]any)
+			st, _ := rule["Statement"].(map[string]any)
+			rb, _ := st["RateBasedStatement"].(map[string]any)
+			action, _ := rule["Action"].(map[string]any)
+			if rb != nil && rb["AggregateKeyType"] == "IP" && action["Block"] != nil {
+				limited = true
+			}
+		}
+		if !limited {
+			t.Errorf("%s has no rule blocking one IP over a rate", name)
+		}
+	}
+	assoc := resources(t, tpl, "AWS::WAFv2::WebACLAssociation")
+	found := false
+	for _, a := range assoc {
+		if strings.Contains(str(a["ResourceArn"]), "LoadBalancer") && strings.Contains(str(a["WebACLArn"]), aclName) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no association of %s with the load balancer: %v", aclName, assoc)
+	}
+	templates := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for name, lt := range templates {
+		if strings.Contains(name, "Api") && !strings.Contains(fmt.Sprint(lt), "SKI_CLIENT_RATE=${ClientRate}") {
+			t.Errorf("%s does not set the per-client rate of each instance", name)
+		}
+	}
+}

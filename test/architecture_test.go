@@ -80,9 +80,9 @@ func TestPortsImportOnlyDomain(t *testing.T) {
 }
 
 // The use cases lean on general-purpose libraries for algorithms (retry
-// backoff, a token bucket), never on an adapter or a technology's SDK.
+// backoff, a token bucket, an LRU), never on an adapter or a technology's SDK.
 func TestUseCasesImportNoAdapterOrSDK(t *testing.T) {
-	allowed := []string{module + "/domain", module + "/ports", "github.com/cenkalti/backoff/", "golang.org/x/time/rate"}
+	allowed := []string{module + "/domain", module + "/ports", "github.com/cenkalti/backoff/", "golang.org/x/time/rate", "github.com/hashicorp/golang-lru/"}
 	for _, d := range nonStandard(t, module+"/app") {
 		ok := false
 		for _, a := range allowed {

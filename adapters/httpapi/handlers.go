@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -19,6 +20,10 @@ type Handlers struct {
 	Resorts ports.Resorts
 	Stats   ports.EndpointStats
 	Health  ports.Health
+	// ClientAddress, when set, names the client of each POSTed ride to
+	// ingest (RemoteAddress, or ForwardedAddress behind a load balancer),
+	// for its per-client rate limit; nil names none.
+	ClientAddress func(*http.Request) string
 }
 
 var _ StrictServerInterface = (*Handlers)(nil)

@@ -28,7 +28,11 @@ const RetryAfterSeconds = 1
 // JSON errors.
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	errs := errorWriter{log: log}
-	strict := NewStrictHandlerWithOptions(h, nil, StrictHTTPServerOptions{
+	var middlewares []StrictMiddlewareFunc
+	if h.ClientAddress != nil {
+		middlewares = append(middlewares, clientOfRide(h.ClientAddress))
+	}
+	strict := NewStrictHandlerWithOptions(h, middlewares, StrictHTTPServerOptions{
 		RequestErrorHandlerFunc:  errs.requestError,
 		ResponseErrorHandlerFunc: errs.responseError,
 	})

@@ -71,7 +71,7 @@ func New() *Metrics {
 			Name: "skidata_cache_lookups_total", Help: "Query cache lookups, by query and result (hit or miss).",
 		}, []string{"query", "result"}),
 		ridesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, queue_full, breaker_open, unavailable, not_found, canceled, error.",
+			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, client_rate, queue_full, breaker_open, unavailable, not_found, canceled, error.",
 		}, []string{"reason"}),
 		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
@@ -117,7 +117,7 @@ func New() *Metrics {
 
 // RideRejectionReasons are the reasons ports.Metrics.RideRejected is
 // given, each a series of skidata_rides_rejected_total from the start.
-var RideRejectionReasons = []string{"rate", "queue_full", "breaker_open", "unavailable", "not_found", "canceled", "error"}
+var RideRejectionReasons = []string{"rate", "client_rate", "queue_full", "breaker_open", "unavailable", "not_found", "canceled", "error"}
 
 // Handler serves the registry at /metrics.
 func (m *Metrics) Handler() http.Handler {

@@ -41,6 +41,10 @@ type Config struct {
 	Postgres        postgres.Config
 	Dynamo          dynamo.Config
 	Admission       app.AdmissionConfig
+	// TrustForwardedFor takes a ride's client from the last
+	// X-Forwarded-For entry (behind a load balancer that appends it), not
+	// from the connection, for the per-client rate limit.
+	TrustForwardedFor bool
 	Breaker         breaker.Config
 	Cache           string
 	Query           app.QueryConfig

@@ -12,6 +12,9 @@ import (
 func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Admission.Rate, "ingest-rate", c.Admission.Rate, "most rides per second this process accepts (token bucket); beyond it POST answers 429; 0 = unlimited")
 	fs.IntVar(&c.Admission.Burst, "ingest-burst", c.Admission.Burst, "rides accepted at once above --ingest-rate; 0 = one second's worth")
+	fs.Float64Var(&c.Admission.ClientRate, "client-rate", c.Admission.ClientRate, "most rides per second one client (its address) may send; beyond it its POSTs answer 429 while other clients get in; 0 = no per-client limit")
+	fs.IntVar(&c.Admission.ClientBurst, "client-burst", c.Admission.ClientBurst, "rides one client may send at once above --client-rate; 0 = one second's worth")
+	fs.BoolVar(&c.TrustForwardedFor, "trust-forwarded-for", c.TrustForwardedFor, "take a client's address from the last X-Forwarded-For entry (set it only behind a load balancer that appends it and is the only way in)")
 	fs.Int64Var(&c.Admission.SoftLimit, "queue-soft-limit", c.Admission.SoftLimit, "queue depth above which --ingest-rate is scaled down linearly toward --queue-hard-limit; 0 = off")
 	fs.Int64Var(&c.Admission.HardLimit, "queue-hard-limit", c.Admission.HardLimit, "queue depth at which POST answers 503 at once; 0 = off")
 	fs.Var(intFlag[uint32]{&c.Breaker.Failures}, "breaker-failures", "publishes in a row the queue must refuse before the circuit breaker opens (POST answers 503 at once); 0 = no breaker")

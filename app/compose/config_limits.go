@@ -60,6 +60,7 @@ func (c Config) validateNumbers() error {
 		{"db-max-conns", int64(c.Postgres.MaxConns), 0, maxPostgresConns, "0: the larger of 4 and the CPU count"},
 		{"dynamo-write-concurrency", int64(c.Dynamo.WriteConcurrency), 1, maxWorkers, ""},
 		{"ingest-burst", int64(c.Admission.Burst), 0, math.MaxInt32, "0: one second's worth of --ingest-rate"},
+		{"client-burst", int64(c.Admission.ClientBurst), 0, math.MaxInt32, "0: one second's worth of --client-rate"},
 		{"queue-soft-limit", c.Admission.SoftLimit, 0, math.MaxInt64, "0: off"},
 		{"queue-hard-limit", c.Admission.HardLimit, 0, math.MaxInt64, "0: off"},
 		{"cache-size", int64(c.CacheSize), 1, math.MaxInt32, ""},
@@ -73,6 +74,9 @@ func (c Config) validateNumbers() error {
 	}
 	if r := c.Admission.Rate; math.IsNaN(r) || r < 0 || r > maxIngestRate {
 		return rangeError("ingest-rate", fmt.Sprint(r), fmt.Sprintf("0 to %g", float64(maxIngestRate)), "rides per second; 0: unlimited")
+	}
+	if r := c.Admission.ClientRate; math.IsNaN(r) || r < 0 || r > maxIngestRate {
+		return rangeError("client-rate", fmt.Sprint(r), fmt.Sprintf("0 to %g", float64(maxIngestRate)), "rides per second; 0: no per-client limit")
 	}
 	type durRange struct {
 		flag   string

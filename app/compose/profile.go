@@ -39,6 +39,9 @@ var Profiles = map[string]Profile{
 			// The demo resorts do not belong in a production resort
 			// table: `skiapi seed --profile ec2` loads them on purpose.
 			"seed-demo": "false",
+			// The load balancer is the only way in, and appends the
+			// client's address to X-Forwarded-For.
+			"trust-forwarded-for": "true",
 		},
 		FromEnv: map[string]string{
 			"amqp-url":      "AMQP_URL",

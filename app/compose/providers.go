@@ -75,8 +75,21 @@ func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.P
 // newAPIHandler is the whole HTTP API; newOpsHandler is a consumer's
 // health, readiness and metrics. Both serve /metrics beside the generated
 // routes (it is not part of openapi.yaml, and not counted in /statistics).
-func newAPIHandler(in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
-	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h}, log), pm)
+func newAPIHandler(cfg Config, in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
+	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h, ClientAddress: clientAddress(cfg)}, log), pm)
+}
+
+// clientAddress is how the API names a ride's client for the per-client
+// limit: nil (no name, no cost) without one.
+func clientAddress(cfg Config) func(*http.Request) string {
+	switch {
+	case cfg.Admission.ClientRate == 0:
+		return nil
+	case cfg.TrustForwardedFor:
+		return httpapi.ForwardedAddress
+	default:
+		return httpapi.RemoteAddress
+	}
 }
 
 func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *slog.Logger) http.Handler {

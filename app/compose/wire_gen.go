@@ -57,7 +57,7 @@ func buildAll(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 	query := app.NewQuery(catalog, rideStore, cache, queryConfig, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	health := newHealth(openedStore, openedQueue, openedCache, queue, logger)
-	handler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
+	handler := newAPIHandler(cfg, ingest, query, catalog, endpointStats, health, metrics, logger)
 	appPersisterConfig := persisterConfig(cfg)
 	persister := app.NewPersister(queue, rideStore, appPersisterConfig, cache, metrics, logger)
 	service := &Service{
@@ -120,7 +120,7 @@ func buildAPI(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 	query := app.NewQuery(catalog, rideStore, cache, queryConfig, metrics, logger)
 	endpointStats := app.NewEndpointStats(metrics)
 	health := newHealth(openedStore, openedQueue, openedCache, queue, logger)
-	handler := newAPIHandler(ingest, query, catalog, endpointStats, health, metrics, logger)
+	handler := newAPIHandler(cfg, ingest, query, catalog, endpointStats, health, metrics, logger)
 	service := &Service{
 		cfg:     cfg,
 		log:     logger,

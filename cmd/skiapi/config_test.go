@@ -73,6 +73,8 @@ func TestEveryNumericSettingOutsideWhatCanWorkIsRefused(t *testing.T) {
 		"dynamo-write-concurrency": {"0", "-1", "1025"},
 		"ingest-rate":              {"NaN", "-1", "Inf", "-Inf", "1e10"},
 		"ingest-burst":             {"-1", "2147483648"},
+		"client-rate":              {"NaN", "-1", "Inf", "1e10"},
+		"client-burst":             {"-1", "2147483648"},
 		"queue-soft-limit":         {"-1"},
 		"queue-hard-limit":         {"-1"},
 		"breaker-failures":         {}, // 0 (no breaker) to 4294967295 all work; the flag refuses the rest

@@ -53,6 +53,41 @@ func TestPostOverTheIngestRateAnswers429(t *testing.T) {
 	}
 }
 
+// TestOneClientOverItsRateGets429sWhileAnotherGetsIn: behind a load
+// balancer (--trust-forwarded-for), each X-Forwarded-For address has its
+// own bucket: one client spending its own gets 429s, another still gets
+// in, and /metrics counts the refusals as client_rate.
+func TestOneClientOverItsRateGets429sWhileAnotherGetsIn(t *testing.T) {
+	cfg := compose.DefaultConfig()
+	cfg.Admission = app.AdmissionConfig{ClientRate: 1.0 / 60, ClientBurst: 3}
+	cfg.TrustForwardedFor = true
+	base := apitest.Start(t, cfg)
+	post := func(client string, time int) apitest.Response {
+		req, err := http.NewRequest(http.MethodPost, base+"/skiers/1/seasons/2024/days/1/skiers/7", strings.NewReader(fmt.Sprintf(`{"time":%d,"liftID":3}`, time)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", client)
+		return apitest.Send(t, apitest.Req(req, nil))
+	}
+	for i := range 3 {
+		if r := post("198.51.100.1", i+1); r.Status != http.StatusCreated {
+			t.Fatalf("ride %d within the client's burst: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	for i := range 2 {
+		expectShed(t, post("198.51.100.1", 10+i), http.StatusTooManyRequests, "this client may send at most")
+	}
+	if r := post("198.51.100.2", 20); r.Status != http.StatusCreated {
+		t.Errorf("another client: %d %s; want 201", r.Status, r.Body)
+	}
+	metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+	if !strings.Contains(metrics, `skidata_rides_rejected_total{reason="client_rate"} 2`) {
+		t.Error("/metrics does not count the two refused rides as client_rate")
+	}
+}
+
 // heldConfig keeps every accepted ride in the persister's unfinished batch,
 // so the queue depth only grows while the test posts.
 func heldConfig() compose.Config {
