@@ -45,12 +45,12 @@ type Config struct {
 	// X-Forwarded-For entry (behind a load balancer that appends it), not
 	// from the connection, for the per-client rate limit.
 	TrustForwardedFor bool
-	Breaker         breaker.Config
-	Cache           string
-	Query           app.QueryConfig
-	CacheSize       int
-	Redis           redis.Config
-	PprofListen     string
+	Breaker           breaker.Config
+	Cache             string
+	Query             app.QueryConfig
+	CacheSize         int
+	Redis             redis.Config
+	PprofListen       string
 }
 
 // HTTPConfig bounds what one request and one connection may cost the HTTP
