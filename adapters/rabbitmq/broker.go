@@ -215,15 +215,26 @@ func (b *Broker) shardArgs() amqp.Table {
 	return args
 }
 
-func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
-	conn, node, err := b.dial(ctx, "publish")
+// dialDeclared dials a node for purpose and declares the topology on it;
+// a node that fails the declaration is marked failed, so the next dial
+// tries another.
+func (b *Broker) dialDeclared(ctx context.Context, purpose string) (*amqp.Connection, int, error) {
+	conn, node, err := b.dial(ctx, purpose)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := b.declare(conn); err != nil {
 		conn.Close()
 		b.failed(node)
-		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.masked[node], err)
+		return nil, 0, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.masked[node], err)
+	}
+	return conn, node, nil
+}
+
+func (b *Broker) dialPublisher(ctx context.Context) (*pubSession, error) {
+	conn, node, err := b.dialDeclared(ctx, "publish")
+	if err != nil {
+		return nil, err
 	}
 	s := &pubSession{conn: conn, node: node}
 	for range b.cfg.PublishChannels {

@@ -111,14 +111,9 @@ func (b *Broker) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) 
 // connect opens the consuming connection and one lane per shard.
 func (c *consumer) connect(ctx context.Context) (*amqp.Connection, error) {
 	b := c.b
-	conn, node, err := b.dial(ctx, "consume")
+	conn, node, err := b.dialDeclared(ctx, "consume")
 	if err != nil {
 		return nil, err
-	}
-	if err := b.declare(conn); err != nil {
-		conn.Close()
-		b.failed(node)
-		return nil, fmt.Errorf("%w: rabbitmq at %s: %w", domain.ErrUnavailable, b.masked[node], err)
 	}
 	c.mu.Lock()
 	closing := c.closing

@@ -38,7 +38,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 	fs.SetOutput(stderr)
 	cfg := loadgen.DefaultConfig()
 	cfg.RegisterFlags(fs)
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiload [flags]
 
@@ -64,25 +63,38 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
+	p, code, ok := parse(fs, args, func() error { return cfg.Validate() }, stderr, tty)
+	if !ok {
+		return code
+	}
+	return loadgen.Run(ctx, cfg, stdout, p)
+}
+
+// parse parses args into fs's flags and validates them; when the command
+// should not run, it returns its exit code (0 after --help, 2 for bad
+// usage, said on stderr). Otherwise it returns the progress reporter
+// (silent with --quiet).
+func parse(fs *flag.FlagSet, args []string, validate func() error, stderr io.Writer, tty bool) (*loadgen.Progress, int, bool) {
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return loadgen.ExitOK
+			return nil, loadgen.ExitOK, false
 		}
-		return loadgen.ExitUsage
+		return nil, loadgen.ExitUsage, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "skiload: unexpected argument %q\n", fs.Arg(0))
-		return loadgen.ExitUsage
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return nil, loadgen.ExitUsage, false
 	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "skiload:", err)
-		return loadgen.ExitUsage
+	if err := validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return nil, loadgen.ExitUsage, false
 	}
 	p := &loadgen.Progress{Out: stderr, TTY: tty, Every: 2 * time.Second}
 	if *quiet {
 		p.Out = nil
 	}
-	return loadgen.Run(ctx, cfg, stdout, p)
+	return p, 0, true
 }
 
 // sweep runs `skiload sweep`: the batching study.
@@ -91,7 +103,6 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, tty boo
 	fs.SetOutput(stderr)
 	cfg := loadgen.DefaultSweepConfig()
 	cfg.RegisterFlags(fs)
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiload sweep --vary flag=v1,v2 [--vary flag=v1,v2 ...] [flags]
 
@@ -112,23 +123,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return loadgen.ExitOK
-		}
-		return loadgen.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "skiload sweep: unexpected argument %q\n", fs.Arg(0))
-		return loadgen.ExitUsage
-	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "skiload sweep:", err)
-		return loadgen.ExitUsage
-	}
-	p := &loadgen.Progress{Out: stderr, TTY: tty, Every: 2 * time.Second}
-	if *quiet {
-		p.Out = nil
+	p, code, ok := parse(fs, args, func() error { return cfg.Validate() }, stderr, tty)
+	if !ok {
+		return code
 	}
 	return loadgen.RunSweep(ctx, cfg, stdout, p)
 }

@@ -60,13 +60,7 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 	n := max(len(ys), 1)
 	px := func(i int) float64 { return float64(x0) + float64(i)*float64(pw)/float64(n) }
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
-	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, escape(label))
-	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
-	for _, f := range []float64{0, 0.5, 1} {
-		v := peak * f
-		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, x0+pw, py(v), py(v))
-		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, py(v)+4, strconv.FormatFloat(v, 'f', decimals(peak), 64))
-	}
+	axisBox(w, x0, y0, pw, ph, label, peak, decimals(peak))
 	step := max(1, (n+9)/10)
 	for i := 0; i <= n; i += step {
 		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", px(i), y0+ph+16,
@@ -77,6 +71,18 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 		fmt.Fprintf(w, "%.1f,%.1f %.1f,%.1f ", px(i), py(y), px(i+1), py(y))
 	}
 	fmt.Fprintln(w, `"/>`)
+}
+
+// axisBox draws a panel's label, frame and y ticks at 0, ½ and peak.
+func axisBox(w io.Writer, x0, y0, pw, ph int, label string, peak float64, decimals int) {
+	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
+	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, escape(label))
+	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
+	for _, f := range []float64{0, 0.5, 1} {
+		v := peak * f
+		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, x0+pw, py(v), py(v))
+		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, py(v)+4, strconv.FormatFloat(v, 'f', decimals, 64))
+	}
 }
 
 // decimals is how many a y tick needs: none above 10, one below (the

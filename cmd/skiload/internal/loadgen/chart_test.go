@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -56,17 +57,7 @@ func TestChartOfAShortRunDrawsLines(t *testing.T) {
 			if err := WriteChart(&svg, "short run", ChartSeries(shortRun(400, span, 2*time.Millisecond))); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(rsvg, "--format", "png")
-			cmd.Stdin = &svg
-			var out, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("rsvg-convert: %v: %s", err, stderr.String())
-			}
-			img, err := png.Decode(&out)
-			if err != nil {
-				t.Fatalf("decode rsvg-convert's PNG: %v", err)
-			}
+			img := renderPNG(t, rsvg, &svg)
 			for _, c := range []string{ThroughputColor, LatencyColor} {
 				cols := columnsWithColour(img, hexColour(t, c))
 				// The panels are 800 px wide; a line across them
@@ -77,6 +68,23 @@ func TestChartOfAShortRunDrawsLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderPNG renders svg with rsvg-convert and decodes the PNG.
+func renderPNG(t *testing.T, rsvg string, svg io.Reader) image.Image {
+	t.Helper()
+	cmd := exec.Command(rsvg, "--format", "png")
+	cmd.Stdin = svg
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rsvg-convert: %v: %s", err, stderr.String())
+	}
+	img, err := png.Decode(&out)
+	if err != nil {
+		t.Fatalf("decode rsvg-convert's PNG: %v", err)
+	}
+	return img
 }
 
 func hexColour(t *testing.T, h string) color.RGBA {

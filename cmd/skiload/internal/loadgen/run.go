@@ -237,6 +237,16 @@ func startBaseline(c Config) (t target, stop func(), err error) {
 	return target{URL: b.URL, CPU: []CPUSource{PidCPU("baseline", b.PID)}}, b.Stop, nil
 }
 
+// startBaselineOrSay is startBaseline, saying on stdout why it failed.
+func startBaselineOrSay(c Config, stdout io.Writer) (target, func(), bool) {
+	t, stop, err := startBaseline(c)
+	if err != nil {
+		fmt.Fprintln(stdout, "skiload:", err)
+		return target{}, nil, false
+	}
+	return t, stop, true
+}
+
 // measure runs f, which returns how many requests it sent, and what they
 // cost t in CPU.
 func measure(ctx context.Context, c Config, t target, method string, f func() int) CPUCost {
@@ -252,9 +262,8 @@ func measure(ctx context.Context, c Config, t target, method string, f func() in
 }
 
 func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
-	base, stopBaseline, err := startBaseline(c)
-	if err != nil {
-		fmt.Fprintln(stdout, "skiload:", err)
+	base, stopBaseline, ok := startBaselineOrSay(c, stdout)
+	if !ok {
 		return ExitFailed
 	}
 	var baseline Summary
@@ -441,9 +450,8 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		code = ExitFailed
 	}
 	fmt.Fprintln(stdout)
-	base, stopBaseline, err := startBaseline(c)
-	if err != nil {
-		fmt.Fprintln(stdout, "skiload:", err)
+	base, stopBaseline, ok := startBaselineOrSay(c, stdout)
+	if !ok {
 		return ExitFailed
 	}
 	defer stopBaseline()
@@ -547,9 +555,8 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	n := c.RateCount()
 	known := Known(c.Seed, c.Ranges, n)
 	loop := OpenLoop{Rate: c.Rate, Count: n, MaxInFlight: c.MaxInFlight, Grace: c.Timeout, Clock: RealClock{}}
-	base, stopBaseline, err := startBaseline(c)
-	if err != nil {
-		fmt.Fprintln(stdout, "skiload:", err)
+	base, stopBaseline, ok := startBaselineOrSay(c, stdout)
+	if !ok {
 		return ExitFailed
 	}
 	defer stopBaseline()

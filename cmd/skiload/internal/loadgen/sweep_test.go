@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bytes"
-	"image/png"
 	"os/exec"
 	"reflect"
 	"testing"
@@ -59,17 +58,7 @@ func TestSweepChartDrawsEveryProcessAndPanel(t *testing.T) {
 	if err := WriteSweepChart(&svg, "sweep", points); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(rsvg, "--format", "png")
-	cmd.Stdin = &svg
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("rsvg-convert: %v: %s", err, stderr.String())
-	}
-	img, err := png.Decode(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := renderPNG(t, rsvg, &svg)
 	colours := map[string]string{"api": SweepColors[0], "consumer": SweepColors[1], "beam.smp": SweepColors[2], "p99": SweepP99Color, "writes": SweepWritesColor}
 	for what, c := range colours {
 		// Three bars 42 px wide each, and a 12 px legend square for the processes.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // SweepColors are the colours of the CPU bars, by process in cpuNames
@@ -101,13 +100,7 @@ func bars(w io.Writer, stacks [][]float64, colors []string, x0, y0, slot, ph int
 	}
 	pw := slot * max(len(stacks), 1)
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
-	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, escape(label))
-	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
-	for _, f := range []float64{0, 0.5, 1} {
-		v := peak * f
-		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, x0+pw, py(v), py(v))
-		fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, py(v)+4, strconv.FormatFloat(v, 'f', sweepDecimals(peak), 64))
-	}
+	axisBox(w, x0, y0, pw, ph, label, peak, sweepDecimals(peak))
 	for i, s := range stacks {
 		base := 0.0
 		x := x0 + i*slot + slot/5
