@@ -250,9 +250,16 @@ func startBaselineOrSay(c Config, stdout io.Writer) (target, func(), bool) {
 // measure runs f, which returns how many requests it sent, and what they
 // cost t in CPU.
 func measure(ctx context.Context, c Config, t target, method string, f func() int) CPUCost {
+	// Only a service that answers its /metrics is waited for: a server
+	// that is down, or not skidata, has no queue to drain.
+	wait := t.Queued && method == http.MethodPost && len(t.CPU) > 0
+	if wait {
+		_, err := t.CPU[0].Read(ctx)
+		wait = err == nil
+	}
 	return MeasureCPU(ctx, t.CPU, func() int {
 		n := f()
-		if t.Queued && method == http.MethodPost && ctx.Err() == nil {
+		if wait && ctx.Err() == nil {
 			client := NewHTTPClient(1, c.Timeout)
 			_, _ = WaitDrained(ctx, client, t.URL, c.VerifyDeadline) // a failure shows in the report's own drain
 			client.CloseIdleConnections()
