@@ -202,12 +202,29 @@ func publicMessage(r *http.Request, status int, err error) string {
 	}
 }
 
-// requestError answers a body the generated code could not decode.
+// BodyTimeoutMessage answers (408) a body that stopped arriving before the
+// server's read timeout; BodyUnreadableMessage (400) one that ended before
+// it was complete or whose chunked encoding is broken. Both are fixed: the
+// cause names the connection's addresses and is Go's, not the client's.
+const (
+	BodyTimeoutMessage    = "request body did not arrive in time; send the whole body without pausing"
+	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
+)
+
+// requestError answers a body that could not be read, or that the generated
+// code could not decode.
 func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err error) {
 	var tooBig *http.MaxBytesError
+	var unreadable unreadableBody
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &unreadable) && unreadable.timedOut():
+		w.Header().Set("Connection", "close")
+		writeJSONError(w, http.StatusRequestTimeout, BodyTimeoutMessage)
+	case errors.As(err, &unreadable):
+		w.Header().Set("Connection", "close")
+		writeJSONError(w, http.StatusBadRequest, BodyUnreadableMessage)
 	case errors.As(err, &tooBig):
 		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
 	case errors.As(err, &typ):
@@ -219,7 +236,7 @@ func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err er
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
 	default:
-		writeJSONError(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
+		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -84,20 +85,41 @@ func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
 
 // readBody reads the whole body, into a buffer of its declared length when
 // it has one (every client of the API sends Content-Length), rather than
-// growing one as io.ReadAll does.
+// growing one as io.ReadAll does. An error other than the size limit is an
+// unreadableBody: the bytes did not arrive, which says nothing about JSON.
 func readBody(r *http.Request) ([]byte, error) {
 	n := r.ContentLength
 	if n < 0 || n > MaxBodyBytes {
-		return io.ReadAll(r.Body) // chunked; the MaxBytesReader still bounds it
+		b, err := io.ReadAll(r.Body) // chunked; the MaxBytesReader still bounds it
+		return b, asUnreadable(err)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.Body, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF // shorter than declared, not empty
-		}
-		return nil, err
+		return nil, asUnreadable(err) // io.EOF too: shorter than declared, not empty
 	}
 	return b, nil
+}
+
+// unreadableBody is a body that could not be read to its end: the client
+// stalled (a timeout), went away, or broke the chunked encoding. Its cause
+// names the connection's addresses, so it is never shown to the client.
+type unreadableBody struct{ cause error }
+
+func (u unreadableBody) Error() string { return "read the request body: " + u.cause.Error() }
+func (u unreadableBody) Unwrap() error { return u.cause }
+
+// timedOut: the server's read deadline passed while it waited for the body.
+func (u unreadableBody) timedOut() bool {
+	var ne net.Error
+	return errors.As(u.cause, &ne) && ne.Timeout()
+}
+
+func asUnreadable(err error) error {
+	var tooBig *http.MaxBytesError
+	if err == nil || errors.As(err, &tooBig) {
+		return err
+	}
+	return unreadableBody{cause: err}
 }
 
 // checkBody walks the body's top level token by token. Malformed JSON comes
