@@ -38,7 +38,7 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	HandlerWithOptions(strict, StdHTTPServerOptions{
-		BaseRouter:       mux,
+		BaseRouter:       checkedRouter{mux},
 		ErrorHandlerFunc: errs.paramError,
 		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
 	})
