@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -15,15 +16,49 @@ import (
 // errors).
 type checkedRouter struct{ *http.ServeMux }
 
+// pathParam matches a wildcard of a route pattern, "{resortID}".
+var pathParam = regexp.MustCompile(`\{(\w+)\}`)
+
 func (m checkedRouter) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	var params []string
+	for _, p := range pathParam.FindAllStringSubmatch(pattern, -1) {
+		params = append(params, p[1])
+	}
 	next := http.HandlerFunc(h)
 	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := malformedQuery(r.URL.RawQuery); msg != "" {
 			writeJSONError(w, http.StatusBadRequest, msg)
 			return
 		}
+		for _, name := range params {
+			if v := r.PathValue(name); !canonicalDecimal(v) {
+				writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s must be a whole number in plain decimal (digits only, no sign, no leading zeros), got %q", name, v))
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	}))
+}
+
+// canonicalDecimal: every path parameter of the API is an id, and an id
+// has one spelling, so that /skiers/012/... and /skiers/12/... are not
+// two names of one resource and every route takes the same ids: digits, no
+// "+", no leading zero. A negative number in its one spelling ("-4", not
+// "-04" or "-0") passes here so that the domain's range check can say the
+// id must be positive; the range (32 bits, then the domain's) is checked
+// after.
+func canonicalDecimal(s string) bool {
+	digits, negative := strings.CutPrefix(s, "-")
+	if digits == "" || digits[0] == '0' && (len(digits) > 1 || negative) {
+		return false
+	}
+	s = digits
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // malformedQuery says what is wrong with a query string that does not
