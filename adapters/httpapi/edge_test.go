@@ -92,3 +92,22 @@ func TestPathIDsMustBeCanonicalDecimalOnEveryRoute(t *testing.T) {
 		t.Fatalf("only %d routes with path parameters in the spec; the test is not reading it", routes)
 	}
 }
+
+// TestEncodedBodyIs415: the server does not decode a Content-Encoding; a
+// gzip body was handed to the JSON decoder and refused as "invalid
+// character '\x1f'".
+func TestEncodedBodyIs415(t *testing.T) {
+	for _, enc := range []string{"gzip", "deflate", "br", "identity, gzip"} {
+		for _, path := range []string{"/skiers/1/seasons/2024/days/1/skiers/2", "/resorts/1/seasons"} {
+			rec, m := call(t, "POST", path, http.Header{"Content-Encoding": {enc}, "Content-Type": {"application/json"}}, "\x1f\x8b\x08")
+			if rec.Code != http.StatusUnsupportedMediaType || !strings.Contains(m.Message, "send plain JSON") || rec.Header().Get("Accept-Encoding") != "identity" {
+				t.Errorf("POST %s with Content-Encoding %s = %d %q (Accept-Encoding %q); want 415 saying to send plain JSON, Accept-Encoding: identity", path, enc, rec.Code, m.Message, rec.Header().Get("Accept-Encoding"))
+			}
+		}
+	}
+	// identity is no encoding: the body is read as it is.
+	rec, m := call(t, "POST", "/resorts/1/seasons", http.Header{"Content-Encoding": {"identity"}}, `{"Year":"2026"}`)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(m.Message, `field "Year"`) {
+		t.Errorf("Content-Encoding: identity = %d %q; want the body checked as usual", rec.Code, m.Message)
+	}
+}

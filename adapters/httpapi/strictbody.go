@@ -64,6 +64,12 @@ func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
 				next.ServeHTTP(w, r)
 				return
 			}
+			if enc := contentCoding(r.Header); enc != "" {
+				// RFC 9110 15.5.16: say which codings would be accepted.
+				w.Header().Set("Accept-Encoding", "identity")
+				writeJSONError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are not decoded: Content-Encoding %q is not supported; send plain JSON without Content-Encoding", enc))
+				return
+			}
 			b, err := readBody(r)
 			if err == nil {
 				err = checkBody(b, fields)
@@ -81,6 +87,20 @@ func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// contentCoding is the request's Content-Encoding, or "" when it has none
+// but identity. The server decodes none: a gzip body would reach the JSON
+// decoder as binary.
+func contentCoding(h http.Header) string {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return c[:min(len(c), 32)] // a coding's name, not a page of it in the answer
+			}
+		}
+	}
+	return ""
 }
 
 // readBody reads the whole body, into a buffer of its declared length when
