@@ -84,3 +84,27 @@ func malformedQuery(raw string) string {
 		return prefix + "see RFC 3986 for the syntax of a query"
 	}
 }
+
+// MetricsPath is where WithMetrics serves the Prometheus metrics.
+const MetricsPath = "/metrics"
+
+// WithMetrics serves GET and HEAD /metrics with metrics and everything else
+// with api. /metrics is not in openapi.yaml (nor counted in /statistics),
+// so it is routed by hand rather than by a ServeMux in front, which would
+// redirect non-canonical paths ("/./x") with a plain-text 3xx before the
+// API's router could answer them in JSON. Another method on /metrics is a
+// 405 like the API's own, not a 404 saying there is no such route.
+func WithMetrics(api, metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != MetricsPath {
+			api.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeJSONError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: GET, HEAD", r.Method, MetricsPath))
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
+}
