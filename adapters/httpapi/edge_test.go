@@ -111,3 +111,12 @@ func TestEncodedBodyIs415(t *testing.T) {
 		t.Errorf("Content-Encoding: identity = %d %q; want the body checked as usual", rec.Code, m.Message)
 	}
 }
+
+// TestUnroutedConnectNamesItsTarget: a CONNECT has no path, so its 404
+// said "no route for CONNECT ;"; it names the target it asked for.
+func TestUnroutedConnectNamesItsTarget(t *testing.T) {
+	rec, m := call(t, "CONNECT", "db.internal:5432", nil, "")
+	if rec.Code != http.StatusNotFound || !strings.HasPrefix(m.Message, "no route for CONNECT db.internal:5432;") {
+		t.Errorf("CONNECT = %d %q; want 404 \"no route for CONNECT db.internal:5432; ...\"", rec.Code, m.Message)
+	}
+}

@@ -105,9 +105,13 @@ func (rw *recorder) WriteHeader(code int) {
 			rw.Header().Del("Location")
 		}
 		rw.swallowed = true
-		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, rw.req.URL.Path)
+		path := rw.req.URL.Path
+		if path == "" {
+			path = rw.req.RequestURI // CONNECT host:port has no path
+		}
+		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
 		if code == http.StatusMethodNotAllowed {
-			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, rw.req.URL.Path, rw.Header().Get("Allow"))
+			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
 		}
 		rw.Header().Del("X-Content-Type-Options")
 		body, _ := json.Marshal(ResponseMsg{Message: msg})
