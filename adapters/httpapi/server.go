@@ -23,6 +23,13 @@ const MaxBodyBytes = 4 << 10
 // RetryAfterSeconds is what 429 and 503 answers put in Retry-After.
 const RetryAfterSeconds = 1
 
+// RateLimitPolicy names the ride-rate limit (--ingest-rate) in the
+// RateLimit field of a 429 (draft-ietf-httpapi-ratelimit-headers): r=0
+// quota left, t= seconds until it refills. The limit refills every
+// 1/rate seconds, so a whole-second Retry-After is an upper bound; the
+// README says how clients should retry sooner.
+const RateLimitPolicy = "ingest"
+
 // NewHandler returns the whole API as one http.Handler: the generated router
 // with the strict handlers, wrapped in the body limit, latency statistics and
 // JSON errors.
@@ -279,6 +286,9 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	h.Set("Content-Type", "application/json")
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+	if status == http.StatusTooManyRequests {
+		h.Set("RateLimit", fmt.Sprintf("%q;r=0;t=%d", RateLimitPolicy, RetryAfterSeconds))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
