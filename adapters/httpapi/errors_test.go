@@ -128,3 +128,22 @@ func TestReadyzStatusIsOkDegradedOrUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestTooManyRequestsCarriesARateLimitHeader: a 429 keeps Retry-After
+// (whole seconds, HTTP's) and adds the IETF draft's RateLimit field
+// (draft-ietf-httpapi-ratelimit-headers): no quota left in the "ingest"
+// policy, reset within the second. No other answer carries it.
+func TestTooManyRequestsCarriesARateLimitHeader(t *testing.T) {
+	srv := serve(t, func(context.Context, domain.LiftRide) error {
+		return domain.Overloaded("this server takes at most 2000 rides per second now")
+	}, &statsRec{})
+	resp, _ := postRide(t, srv)
+	want := fmt.Sprintf(`"ingest";r=0;t=%d`, RetryAfterSeconds)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("RateLimit") != want || resp.Header.Get("Retry-After") != fmt.Sprint(RetryAfterSeconds) {
+		t.Errorf("429: RateLimit %q, Retry-After %q; want %q and %d", resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"), want, RetryAfterSeconds)
+	}
+	srv = serve(t, func(context.Context, domain.LiftRide) error { return domain.Unavailable("queue full") }, &statsRec{})
+	if resp, _ := postRide(t, srv); resp.Header.Get("RateLimit") != "" {
+		t.Errorf("a 503 carries RateLimit %q; the rate limit is not why it was refused", resp.Header.Get("RateLimit"))
+	}
+}

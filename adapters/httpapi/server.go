@@ -23,6 +23,13 @@ const MaxBodyBytes = 4 << 10
 // RetryAfterSeconds is what 429 and 503 answers put in Retry-After.
 const RetryAfterSeconds = 1
 
+// RateLimitPolicy names the ride-rate limit (--ingest-rate) in the
+// RateLimit field of a 429 (draft-ietf-httpapi-ratelimit-headers): r=0
+// quota left, t= seconds until it refills. The limit refills every
+// 1/rate seconds, so a whole-second Retry-After is an upper bound; the
+// README says how clients should retry sooner.
+const RateLimitPolicy = "ingest"
+
 // NewHandler returns the whole API as one http.Handler: the generated router
 // with the strict handlers, wrapped in the body limit, latency statistics and
 // JSON errors.
@@ -42,7 +49,7 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	HandlerWithOptions(strict, StdHTTPServerOptions{
-		BaseRouter:       mux,
+		BaseRouter:       checkedRouter{mux},
 		ErrorHandlerFunc: errs.paramError,
 		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
 	})
@@ -109,9 +116,13 @@ func (rw *recorder) WriteHeader(code int) {
 			rw.Header().Del("Location")
 		}
 		rw.swallowed = true
-		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, rw.req.URL.Path)
+		path := rw.req.URL.Path
+		if path == "" {
+			path = rw.req.RequestURI // CONNECT host:port has no path
+		}
+		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
 		if code == http.StatusMethodNotAllowed {
-			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, rw.req.URL.Path, rw.Header().Get("Allow"))
+			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
 		}
 		rw.Header().Del("X-Content-Type-Options")
 		body, _ := json.Marshal(ResponseMsg{Message: msg})
@@ -206,12 +217,29 @@ func publicMessage(r *http.Request, status int, err error) string {
 	}
 }
 
-// requestError answers a body the generated code could not decode.
+// BodyTimeoutMessage answers (408) a body that stopped arriving before the
+// server's read timeout; BodyUnreadableMessage (400) one that ended before
+// it was complete or whose chunked encoding is broken. Both are fixed: the
+// cause names the connection's addresses and is Go's, not the client's.
+const (
+	BodyTimeoutMessage    = "request body did not arrive in time; send the whole body without pausing"
+	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
+)
+
+// requestError answers a body that could not be read, or that the generated
+// code could not decode.
 func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err error) {
 	var tooBig *http.MaxBytesError
+	var unreadable unreadableBody
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &unreadable) && unreadable.timedOut():
+		w.Header().Set("Connection", "close")
+		writeJSONError(w, http.StatusRequestTimeout, BodyTimeoutMessage)
+	case errors.As(err, &unreadable):
+		w.Header().Set("Connection", "close")
+		writeJSONError(w, http.StatusBadRequest, BodyUnreadableMessage)
 	case errors.As(err, &tooBig):
 		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
 	case errors.As(err, &typ):
@@ -223,7 +251,7 @@ func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err er
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
 	default:
-		writeJSONError(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
+		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
 	}
 }
 
@@ -262,6 +290,9 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	h.Set("Content-Type", "application/json")
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+	if status == http.StatusTooManyRequests {
+		h.Set("RateLimit", fmt.Sprintf("%q;r=0;t=%d", RateLimitPolicy, RetryAfterSeconds))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))

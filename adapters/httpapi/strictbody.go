@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -63,6 +64,12 @@ func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
 				next.ServeHTTP(w, r)
 				return
 			}
+			if enc := contentCoding(r.Header); enc != "" {
+				// RFC 9110 15.5.16: say which codings would be accepted.
+				w.Header().Set("Accept-Encoding", "identity")
+				writeJSONError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are not decoded: Content-Encoding %q is not supported; send plain JSON without Content-Encoding", enc))
+				return
+			}
 			b, err := readBody(r)
 			if err == nil {
 				err = checkBody(b, fields)
@@ -82,22 +89,57 @@ func strictBodies(rules map[string][]string, errs errorWriter) MiddlewareFunc {
 	}
 }
 
+// contentCoding is the request's Content-Encoding, or "" when it has none
+// but identity. The server decodes none: a gzip body would reach the JSON
+// decoder as binary.
+func contentCoding(h http.Header) string {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return c[:min(len(c), 32)] // a coding's name, not a page of it in the answer
+			}
+		}
+	}
+	return ""
+}
+
 // readBody reads the whole body, into a buffer of its declared length when
 // it has one (every client of the API sends Content-Length), rather than
-// growing one as io.ReadAll does.
+// growing one as io.ReadAll does. An error other than the size limit is an
+// unreadableBody: the bytes did not arrive, which says nothing about JSON.
 func readBody(r *http.Request) ([]byte, error) {
 	n := r.ContentLength
 	if n < 0 || n > MaxBodyBytes {
-		return io.ReadAll(r.Body) // chunked; the MaxBytesReader still bounds it
+		b, err := io.ReadAll(r.Body) // chunked; the MaxBytesReader still bounds it
+		return b, asUnreadable(err)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.Body, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF // shorter than declared, not empty
-		}
-		return nil, err
+		return nil, asUnreadable(err) // io.EOF too: shorter than declared, not empty
 	}
 	return b, nil
+}
+
+// unreadableBody is a body that could not be read to its end: the client
+// stalled (a timeout), went away, or broke the chunked encoding. Its cause
+// names the connection's addresses, so it is never shown to the client.
+type unreadableBody struct{ cause error }
+
+func (u unreadableBody) Error() string { return "read the request body: " + u.cause.Error() }
+func (u unreadableBody) Unwrap() error { return u.cause }
+
+// timedOut: the server's read deadline passed while it waited for the body.
+func (u unreadableBody) timedOut() bool {
+	var ne net.Error
+	return errors.As(u.cause, &ne) && ne.Timeout()
+}
+
+func asUnreadable(err error) error {
+	var tooBig *http.MaxBytesError
+	if err == nil || errors.As(err, &tooBig) {
+		return err
+	}
+	return unreadableBody{cause: err}
 }
 
 // checkBody walks the body's top level token by token. Malformed JSON comes

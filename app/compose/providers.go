@@ -76,7 +76,7 @@ func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.P
 // health, readiness and metrics. Both serve /metrics beside the generated
 // routes (it is not part of openapi.yaml, and not counted in /statistics).
 func newAPIHandler(cfg Config, in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
-	return withMetricsEndpoint(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h, ClientAddress: clientAddress(cfg)}, log), pm)
+	return httpapi.WithMetrics(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h, ClientAddress: clientAddress(cfg)}, log), pm.Handler())
 }
 
 // clientAddress is how the API names a ride's client for the per-client
@@ -93,21 +93,7 @@ func clientAddress(cfg Config) func(*http.Request) string {
 }
 
 func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *slog.Logger) http.Handler {
-	return withMetricsEndpoint(httpapi.NewOpsHandler(h, st, log), pm)
-}
-
-// withMetricsEndpoint routes GET /metrics by hand rather than with a
-// ServeMux: a mux in front would redirect non-canonical paths ("/./x") with
-// a plain-text 3xx before the API's router could answer them in JSON.
-func withMetricsEndpoint(api http.Handler, pm *prom.Metrics) http.Handler {
-	metrics := pm.Handler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			metrics.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
+	return httpapi.WithMetrics(httpapi.NewOpsHandler(h, st, log), pm.Handler())
 }
 
 // configuredRegion is the local environment's region: the flag's, or the
