@@ -47,7 +47,7 @@ func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, s
 	if err := validateSeasonDay(seasonID, dayID); err != nil {
 		return ports.ResortDaySkiers{}, err
 	}
-	n, err := readThrough(ctx, q.cache, queryResortDay, resortDayKey(resortID, seasonID, dayID), func() (int, error) {
+	n, err := readThrough(ctx, q.cache, queryResortDay, func() string { return resortDayKey(resortID, seasonID, dayID) }, func() (int, error) {
 		return q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, 
 	if err := domain.ValidateDayID(dayID); err != nil {
 		return 0, err
 	}
-	v, err := readThrough(ctx, q.cache, querySkierDay, skierDayKey(resortID, seasonID, dayID, skierID), func() (int64, error) {
+	v, err := readThrough(ctx, q.cache, querySkierDay, func() string { return skierDayKey(resortID, seasonID, dayID, skierID) }, func() (int64, error) {
 		return q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
 	})
 	if err != nil {
@@ -236,14 +236,15 @@ type queryCache struct {
 	log     *slog.Logger
 }
 
-// readThrough answers from the cache when it holds key, otherwise loads from
+// readThrough answers from the cache when it holds the key keyOf builds, otherwise loads from
 // the store and fills the cache. The cache is an optimisation, never a
 // dependency: when it fails the answer comes from the store and the failure
 // is logged.
-func readThrough[T any](ctx context.Context, c queryCache, query, key string, load func() (T, error)) (T, error) {
+func readThrough[T any](ctx context.Context, c queryCache, query string, keyOf func() string, load func() (T, error)) (T, error) {
 	if c.cache == nil {
-		return load()
+		return load() // and no key is built: most deployments run without a cache
 	}
+	key := keyOf()
 	if v, ok := cacheGet[T](ctx, c, query, key); ok {
 		return v, nil
 	}

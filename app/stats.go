@@ -16,9 +16,13 @@ import (
 // passed to ports.Metrics, so /statistics and /metrics are fed by the same
 // call and always count the same requests.
 type EndpointStats struct {
-	routes  sync.Map // key: method + " " + route -> *routeStats
+	routes  sync.Map // routeKey -> *routeStats
 	metrics ports.Metrics
 }
+
+// routeKey is a struct, not method + " " + route: the concatenation
+// allocated on every request.
+type routeKey struct{ route, method string }
 
 type routeStats struct {
 	url, method string
@@ -35,7 +39,7 @@ func NewEndpointStats(m ports.Metrics) *EndpointStats { return &EndpointStats{me
 // Observe implements ports.EndpointStats.
 func (s *EndpointStats) Observe(route, method string, status int, d time.Duration) {
 	s.metrics.ObserveRequest(route, method, status, d)
-	key := method + " " + route
+	key := routeKey{route, method}
 	v, ok := s.routes.Load(key)
 	if !ok {
 		v, _ = s.routes.LoadOrStore(key, &routeStats{url: route, method: method})

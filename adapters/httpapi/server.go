@@ -71,7 +71,7 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
 		return
 	}
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody { // a GET has none to bound
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 	}
 	s.mux.ServeHTTP(rec, r)
