@@ -25,10 +25,14 @@ func WriteSweepChart(w io.Writer, title string, points []SweepPoint) error {
 	names := cpuNames(points)
 	names = names[:len(names)-1] // "total" is the stack's height
 	const (
-		left, right = 80, 160
+		right       = 160
 		top, panelH = 50, 170
 		gap         = 60
 	)
+	left := 80 // room for the y ticks, and for the flag names under the bars
+	for _, set := range firstSettings(points) {
+		left = max(left, 7*len(set.Flag)+16)
+	}
 	slot := 70
 	width := left + right + slot*max(len(points), 1)
 	labelLines := 0
