@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/skidata/skidata/domain"
 )
 
@@ -72,4 +74,33 @@ func BenchmarkAddRides(b *testing.B) {
 			})
 		}
 	}
+}
+
+// addRidesCopy is the alternative bulk write AddRides was measured
+// against: COPY the batch into a per-session temporary table, then move it
+// with INSERT ... ON CONFLICT DO NOTHING, in one transaction. It lives with
+// the benchmark, the only thing that calls it, so that the comparison in
+// docs/benchmarks.md can be rerun:
+// go test -run '^$' -bench AddRides ./adapters/postgres/
+func (s *RideStore) addRidesCopy(ctx context.Context, rides []domain.LiftRide) error {
+	cols, err := columnsOf(rides)
+	if err != nil || cols.n == 0 {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS rides_in (LIKE rides) ON COMMIT DELETE ROWS`); err != nil {
+			return err
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"rides_in"},
+			[]string{"resort_id", "season_id", "day_id", "skier_id", "ride_time", "lift_id"},
+			pgx.CopyFromSlice(cols.n, func(i int) ([]any, error) {
+				return []any{cols.resorts[i], cols.seasons[i], cols.days[i], cols.skiers[i], cols.times[i], cols.lifts[i]}, nil
+			}))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rides SELECT * FROM rides_in ORDER BY skier_id, season_id, day_id, ride_time, resort_id, lift_id ON CONFLICT DO NOTHING`)
+		return err
+	})
+	return classify(ctx, fmt.Sprintf("postgres: copy batch of %d rides", len(rides)), err)
 }

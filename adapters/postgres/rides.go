@@ -34,7 +34,7 @@ ON CONFLICT DO NOTHING`
 // AddRides implements ports.RideStore. It writes the batch with one
 // INSERT ... SELECT FROM unnest(arrays), one round trip and no explicit
 // transaction. docs/benchmarks.md compares it with COPY into a temporary
-// table followed by INSERT ... ON CONFLICT (addRidesCopy): both spend their
+// table followed by INSERT ... ON CONFLICT (addRidesCopy, in bulk_test.go): both spend their
 // time in the server's index and WAL work, and COPY measured no faster at
 // 100 to 10,000 rides a batch, so the simpler statement stays.
 func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
@@ -79,34 +79,6 @@ func columnsOf(rides []domain.LiftRide) (rideColumns, error) {
 		c.skiers[i], c.times[i], c.lifts[i] = int32(r.SkierID()), r.Time(), r.LiftID()
 	}
 	return c, nil
-}
-
-// addRidesCopy is the alternative write the issue asked to measure: COPY
-// the batch into a per-session temporary table, then move it with INSERT
-// ... ON CONFLICT DO NOTHING, in one transaction. Kept (and tested) so the
-// comparison in docs/benchmarks.md can be rerun:
-// go test -run '^$' -bench AddRides ./adapters/postgres/
-func (s *RideStore) addRidesCopy(ctx context.Context, rides []domain.LiftRide) error {
-	cols, err := columnsOf(rides)
-	if err != nil || cols.n == 0 {
-		return err
-	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS rides_in (LIKE rides) ON COMMIT DELETE ROWS`); err != nil {
-			return err
-		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"rides_in"},
-			[]string{"resort_id", "season_id", "day_id", "skier_id", "ride_time", "lift_id"},
-			pgx.CopyFromSlice(cols.n, func(i int) ([]any, error) {
-				return []any{cols.resorts[i], cols.seasons[i], cols.days[i], cols.skiers[i], cols.times[i], cols.lifts[i]}, nil
-			}))
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO rides SELECT * FROM rides_in ORDER BY skier_id, season_id, day_id, ride_time, resort_id, lift_id ON CONFLICT DO NOTHING`)
-		return err
-	})
-	return classify(ctx, fmt.Sprintf("postgres: copy batch of %d rides", len(rides)), err)
 }
 
 // compareIdentity orders rides as the rides_identity primary key does.

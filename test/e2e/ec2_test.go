@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -61,16 +60,7 @@ func ec2Config(t *testing.T, args ...string) compose.Config {
 	return cfg
 }
 
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
+func closedURL(t *testing.T) string { return "http://" + apitest.ClosedAddr(t) }
 
 func buildFails(t *testing.T, cfg compose.Config, wants ...string) {
 	t.Helper()
