@@ -1318,3 +1318,23 @@ func TestTemplateWAFRateLimitsEachClientAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateAlarmsOnTheBrokersResourcesAndTheLoadBalancer: the first
+// alert must come before RabbitMQ's memory or disk alarm blocks every
+// publisher, when instances fail /readyz, and when the p99 climbs.
+func TestTemplateAlarmsOnTheBrokersResourcesAndTheLoadBalancer(t *testing.T) {
+	watched := map[string]bool{}
+	for _, a := range resources(t, loadTemplate(t), "AWS::CloudWatch::Alarm") {
+		watched[str(a["MetricName"])] = true
+		for _, q := range list(a["Metrics"]) {
+			ms, _ := q.(map[string]any)["MetricStat"].(map[string]any)
+			metric, _ := ms["Metric"].(map[string]any)
+			watched[str(metric["MetricName"])] = true
+		}
+	}
+	for _, m := range []string{"RabbitMQMemUsed", "RabbitMQMemLimit", "RabbitMQDiskFree", "RabbitMQDiskFreeLimit", "SystemCpuUtilization", "UnHealthyHostCount", "TargetResponseTime"} {
+		if !watched[m] {
+			t.Errorf("no alarm watches %s", m)
+		}
+	}
+}

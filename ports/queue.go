@@ -78,6 +78,10 @@ type QueueDepth struct {
 	// Rides is the number of rides in them: exact for a queue that can
 	// count them, else an estimate the adapter documents.
 	Rides int64
+	// DeadLetters is the number of messages in the dead-letter queue,
+	// however they got there (the persister's own, or the broker's after
+	// the delivery limit); 0 for a queue without one.
+	DeadLetters int64
 }
 
 // QueueStats reports how much work is waiting, for readiness, admission

@@ -21,6 +21,7 @@ type Metrics struct {
 	latency      *prometheus.HistogramVec
 	queueDepth   prometheus.Gauge
 	queueMsgs    prometheus.Gauge
+	deadWaiting  prometheus.Gauge
 	publishFails prometheus.Counter
 	batchSize    prometheus.Histogram
 	writeLatency prometheus.Histogram
@@ -52,6 +53,9 @@ func New() *Metrics {
 		}, []string{"route", "method", "status"}),
 		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skidata_queue_depth", Help: "Rides published but not yet acknowledged, sampled every 100 ms (a broker counts messages: the rides of messages not yet consumed are estimated from the mean rides per message).",
+		}),
+		deadWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skidata_dead_letter_queue_messages", Help: "Messages in the dead-letter queue, however they got there (the persister's own dead letters, or the broker's after the delivery limit); 0 without one.",
 		}),
 		queueMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skidata_queue_depth_messages", Help: "Messages published but not yet acknowledged, sampled every 100 ms.",
@@ -98,7 +102,7 @@ func New() *Metrics {
 			Name: "skidata_rides_dead_lettered_total", Help: "Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.queueMsgs, m.publishFails, m.batchSize, m.writeLatency,
+	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.queueMsgs, m.deadWaiting, m.publishFails, m.batchSize, m.writeLatency,
 		m.cache, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled, m.batches, m.failed, m.rejected, m.deadLettered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every labelled series an alert or dashboard reads exists from the
@@ -159,6 +163,7 @@ type requestSeries struct {
 func (m *Metrics) SetQueueDepth(d ports.QueueDepth) {
 	m.queueDepth.Set(float64(d.Rides))
 	m.queueMsgs.Set(float64(d.Messages))
+	m.deadWaiting.Set(float64(d.DeadLetters))
 }
 
 // PublishFailed implements ports.Metrics.

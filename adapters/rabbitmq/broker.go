@@ -354,7 +354,7 @@ func (b *Broker) withChannel(fn func(*amqp.Channel) error) error {
 // other consumer processes are not visible here (the broker's declare-ok
 // counts ready messages only).
 func (b *Broker) Depth(ctx context.Context) (ports.QueueDepth, error) {
-	var ready int64
+	var ready, dead int64
 	err := b.withChannel(func(ch *amqp.Channel) error {
 		for i := range b.cfg.Shards {
 			if err := ctx.Err(); err != nil {
@@ -366,12 +366,17 @@ func (b *Broker) Depth(ctx context.Context) (ports.QueueDepth, error) {
 			}
 			ready += int64(q.Messages)
 		}
+		q, err := ch.QueueDeclarePassive(b.cfg.DeadLetterQueue(), true, false, false, false, nil)
+		if err != nil {
+			return fmt.Errorf("inspect queue %s: %w", b.cfg.DeadLetterQueue(), err)
+		}
+		dead = int64(q.Messages)
 		return nil
 	})
 	if err != nil {
 		return ports.QueueDepth{}, fmt.Errorf("queue depth: %w", err)
 	}
-	d := ports.QueueDepth{Messages: ready, Rides: int64(math.Round(float64(ready) * b.ridesPerMessage()))}
+	d := ports.QueueDepth{Messages: ready, Rides: int64(math.Round(float64(ready) * b.ridesPerMessage())), DeadLetters: dead}
 	b.subMu.Lock()
 	c := b.sub
 	b.subMu.Unlock()
