@@ -1338,3 +1338,56 @@ func TestTemplateAlarmsOnTheBrokersResourcesAndTheLoadBalancer(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateInstancesBootWithoutTheNATGateway: what an instance needs to
+// start and be managed (the broker password, cfn-signal, Session Manager)
+// is reachable through interface endpoints in its own subnets, so a NAT
+// gateway's zone failing stops no instance from booting.
+func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
+	tpl := loadTemplate(t)
+	all := tpl["Resources"].(map[string]any)
+	services := map[string]bool{}
+	for name, ep := range resources(t, tpl, "AWS::EC2::VPCEndpoint") {
+		if ep["VpcEndpointType"] != "Interface" {
+			continue
+		}
+		if all[name].(map[string]any)["Condition"] != "WantInterfaceEndpoints" {
+			t.Errorf("%s is not optional (Condition WantInterfaceEndpoints): a VPC that has one already would fail the create", name)
+		}
+		if ep["PrivateDnsEnabled"] != true || !strings.Contains(str(ep["SubnetIds"]), "PrivateSubnets") {
+			t.Errorf("%s: private DNS %v, subnets %v; want the service's own name resolving to the endpoint in PrivateSubnets", name, ep["PrivateDnsEnabled"], ep["SubnetIds"])
+		}
+		sub := str(ep["ServiceName"])
+		services[sub[strings.LastIndex(sub, ".")+1:]] = true
+	}
+	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages"} {
+		if !services[s] {
+			t.Errorf("no interface endpoint for %s", s)
+		}
+	}
+	sg := resources(t, tpl, "AWS::EC2::SecurityGroup")["EndpointSG"]
+	for _, from := range []string{"ApiSG", "ConsumerSG"} {
+		if !strings.Contains(fmt.Sprint(sg["SecurityGroupIngress"]), from) {
+			t.Errorf("EndpointSG does not let %s in", from)
+		}
+	}
+}
+
+// TestTemplateRefusesInstanceZonesTheLoadBalancerDoesNotServe: the load
+// balancer sends traffic only to zones it has a subnet in, so the stack
+// refuses private subnets in a zone without a public one.
+func TestTemplateRefusesInstanceZonesTheLoadBalancerDoesNotServe(t *testing.T) {
+	rules, _ := loadTemplate(t)["Rules"].(map[string]any)
+	found := false
+	for _, r := range rules {
+		for _, a := range list(r.(map[string]any)["Assertions"]) {
+			got := fmt.Sprint(a.(map[string]any)["Assert"])
+			if strings.Contains(got, "Fn::EachMemberIn") && strings.Contains(got, "[PrivateSubnets AvailabilityZone]") && strings.Contains(got, "[PublicSubnets AvailabilityZone]") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no rule asserting every zone of PrivateSubnets is one of PublicSubnets: %v", rules)
+	}
+}
