@@ -1358,7 +1358,7 @@ func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 			t.Errorf("%s: private DNS %v, subnets %v; want the service's own name resolving to the endpoint in PrivateSubnets", name, ep["PrivateDnsEnabled"], ep["SubnetIds"])
 		}
 		sub := str(ep["ServiceName"])
-		services[sub[strings.LastIndex(sub, ".")+1:]] = true
+		services[strings.TrimRight(sub[strings.LastIndex(sub, ".")+1:], "]")] = true
 	}
 	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages"} {
 		if !services[s] {
