@@ -43,3 +43,31 @@ func BenchmarkAddRides(b *testing.B) {
 		}
 	}
 }
+
+// TestADayOfManyRidesKeepsEachRideOnce: past the rides a skier-day's
+// duplicate check scans one by one, the day's own set takes over; every
+// ride is still stored once, whether sent again in a later batch or twice
+// in one.
+func TestADayOfManyRidesKeepsEachRideOnce(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewRideStore()
+	var rides []domain.LiftRide
+	var want int64
+	for time := int32(0); time < 1000; time++ {
+		r := domain.MustLiftRide(1, "2024", 5, 77, time, time%40+1)
+		rides = append(rides, r)
+		want += int64(r.Vertical())
+	}
+	for _, batch := range [][]domain.LiftRide{rides[:50], rides, append(rides[500:], rides[500:]...)} {
+		if err := s.AddRides(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.SkierDayRides(ctx, 77, "2024", 5)
+	if err != nil || len(got) != len(rides) {
+		t.Fatalf("SkierDayRides: %d rides, %v; want %d, each once", len(got), err, len(rides))
+	}
+	if v, err := s.SkierDayVertical(ctx, 1, "2024", 5, 77); err != nil || v != want {
+		t.Errorf("day vertical %d, %v; want %d", v, err, want)
+	}
+}

@@ -43,10 +43,13 @@ type skierResort struct {
 // write path (profiled at 2-3% of the server's CPU under skiload).
 //
 // A ride already stored is found among its skier-day's rides (a few dozen
-// at most) rather than in a set of every ride, which cost a map insert per
-// ride and the store's largest map.
+// on a real day) rather than in a set of every ride, which cost a map
+// insert per ride and the store's largest map; a day past scanMax rides
+// (only a hostile or synthetic load makes one) gets a set of its own, so
+// that the check stays constant-time.
 type RideStore struct {
 	mu       sync.RWMutex
+	bigDays  map[skierDay]map[domain.LiftRide]struct{}
 	skiers   map[resortDay]map[domain.SkierID]struct{}
 	dayRides map[skierDay][]domain.LiftRide
 	days     map[skierSeason][]int                   // ascending, distinct
@@ -58,6 +61,7 @@ var _ ports.RideStore = (*RideStore)(nil)
 // NewRideStore returns an empty store.
 func NewRideStore() *RideStore {
 	return &RideStore{
+		bigDays:  map[skierDay]map[domain.LiftRide]struct{}{},
 		skiers:   map[resortDay]map[domain.SkierID]struct{}{},
 		dayRides: map[skierDay][]domain.LiftRide{},
 		days:     map[skierSeason][]int{},
@@ -75,10 +79,13 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 	for _, r := range rides {
 		sd := skierDay{r.SkierID(), r.SeasonID(), r.DayID()}
 		ofDay := s.dayRides[sd]
-		if slices.Contains(ofDay, r) {
+		if s.stored(sd, ofDay, r) {
 			continue
 		}
 		s.dayRides[sd] = append(ofDay, r)
+		if set := s.bigDays[sd]; set != nil {
+			set[r] = struct{}{}
+		}
 		rd := resortDay{r.ResortID(), r.SeasonID(), r.DayID()}
 		skiers := s.skiers[rd]
 		if skiers == nil {
@@ -103,6 +110,26 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 		}
 	}
 	return nil
+}
+
+// scanMax is the most rides of a skier-day searched one by one.
+const scanMax = 64
+
+// stored says whether r is among ofDay, the rides of its skier-day sd.
+func (s *RideStore) stored(sd skierDay, ofDay []domain.LiftRide, r domain.LiftRide) bool {
+	if len(ofDay) <= scanMax {
+		return slices.Contains(ofDay, r)
+	}
+	set := s.bigDays[sd]
+	if set == nil {
+		set = make(map[domain.LiftRide]struct{}, 2*len(ofDay))
+		for _, x := range ofDay {
+			set[x] = struct{}{}
+		}
+		s.bigDays[sd] = set
+	}
+	_, ok := set[r]
+	return ok
 }
 
 // UniqueSkiers implements ports.RideStore.
