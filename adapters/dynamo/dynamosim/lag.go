@@ -446,7 +446,12 @@ func withKeys(body []byte, keyNames []string, countOnly bool) []byte {
 	if json.Unmarshal(raw["ProjectionExpression"], &proj) == nil && proj != "" {
 		names := map[string]string{}
 		_ = json.Unmarshal(raw["ExpressionAttributeNames"], &names)
+		projected := projectionNames(proj, names)
 		for i, n := range keyNames {
+			if projected[n] {
+				continue // named twice, the paths would overlap: refused
+			}
+			projected[n] = true
 			ph := fmt.Sprintf("#lagkey%d", i)
 			names[ph] = n
 			proj += ", " + ph
