@@ -13,9 +13,9 @@ import (
 
 // The read-lag model (Options.Lag; off when 0).
 //
-// On AWS a write is acknowledged once it is durable on the item's primary
-// replicas; a global secondary index is updated asynchronously after that
-// ("within a fraction of a second, under normal conditions"), and an
+// On AWS a write is acknowledged once it is durably stored; a global
+// secondary index is updated asynchronously after that (usually within a
+// second, AWS says, with no bound), and an
 // eventually consistent read of the table may be served by a replica that
 // has not applied it yet. Dynalite updates its indexes inside the write and
 // has one copy of every item, so a read right after a write always sees
@@ -264,8 +264,8 @@ func (p *Proxy) getItems(r *http.Request, keys map[string][]attrs) (map[itemRef]
 		seen := map[string]bool{}
 		var unique []attrs
 		for _, k := range ks {
-			if ks := keyString(s.keys, k); !seen[ks] {
-				seen[ks] = true
+			if id := keyString(s.keys, k); !seen[id] {
+				seen[id] = true
 				unique = append(unique, k)
 			}
 		}
