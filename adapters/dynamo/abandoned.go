@@ -116,7 +116,9 @@ func itemTooLarge(err error) bool {
 }
 
 // UniqueSkiers counts the resort index's entries for the day: there is one
-// item, and so one index entry, per skier, day and resort.
+// item, and so one index entry, per skier, day and resort. Eventually
+// consistent, as every index read: a skier-day created in the last moments
+// may not be counted yet.
 func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	in, err := dayIndexQuery(resortID, seasonID, dayID)
 	if err != nil {

@@ -142,7 +142,9 @@ func dedupe(rides []domain.LiftRide) []domain.LiftRide {
 }
 
 // UniqueSkiers queries the resort index for the day's entries (one per
-// ride) and counts the distinct skiers among them.
+// ride) and counts the distinct skiers among them. An index cannot be read
+// consistently: a ride stored in the last moments (usually under a
+// second on AWS) may not be counted yet, even once the queue has drained.
 func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	in, err := dayIndexQuery(resortID, seasonID, dayID)
 	if err != nil {

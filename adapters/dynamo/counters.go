@@ -338,7 +338,8 @@ func conditionFailed(err error) bool {
 }
 
 // UniqueSkiers sums the SkierCount of the resort-day's shards: one Query
-// of at most ResortDayShards small items, whatever the number of rides.
+// of at most ResortDayShards small items, whatever the number of rides,
+// read consistently (queryPages).
 func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	in, err := queryInput(expression.NewBuilder().
 		WithKeyCondition(expression.Key(attrResortID).Equal(expression.Value(resortID)).

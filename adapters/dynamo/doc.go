@@ -21,6 +21,12 @@
 //     write-sharded key, so no key of a resort-day's burst is hot;
 //     UniqueSkiers counts the markers of every shard.
 //
+// Every read of a table is strongly consistent, so once AddRides has
+// returned every query of the sharded and counters models sees its rides;
+// the adopted and abandoned models' UniqueSkiers reads the resort index,
+// which cannot be read consistently and may lag the writes briefly
+// ("Read consistency" in docs/dynamodb.md).
+//
 // Each counts the capacity units DynamoDB reports per operation (Stats) so the
 // benchmark can report cost. Table and index definitions live in tables.go
 // only; CreateTables and DescribeTables serve the `skiapi tables` command.

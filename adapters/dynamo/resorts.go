@@ -30,9 +30,13 @@ func NewResortStore(api API, cfg Config) *ResortStore {
 }
 
 // Resorts scans the table (a few dozen items at most) and sorts by id.
+// The Scan is consistent: a resort or season just put (PutResort and
+// AddSeason write synchronously, not through the queue) is listed at
+// once, for 1 read unit instead of 0.5 on a table this small.
 func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
 	var out []domain.Resort
-	err := s.scan(ctx, "Resorts", &dynamodb.ScanInput{TableName: aws.String(s.table)}, func(page *dynamodb.ScanOutput) error {
+	in := &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true)}
+	err := s.scan(ctx, "Resorts", in, func(page *dynamodb.ScanOutput) error {
 		for _, it := range page.Items {
 			id, err := getNum(it, attrResortID)
 			if err != nil {

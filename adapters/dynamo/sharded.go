@@ -216,7 +216,8 @@ func (s *ShardedStore) writeMarkers(ctx context.Context, ms []marker) error {
 }
 
 // UniqueSkiers counts the day's markers in every shard, the shards read in
-// parallel.
+// parallel and consistently (queryPages): once AddRides has returned,
+// every marker it wrote is counted.
 func (s *ShardedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
 	counts := make([]int, MarkerShards)
 	g, gctx := errgroup.WithContext(ctx)

@@ -151,3 +151,39 @@ func UpstreamOrStart(t testing.TB) string {
 	t.Cleanup(srv.Stop)
 	return srv.Upstream
 }
+
+// PollDeadline bounds Eventually: long enough for a lag model's delay
+// (seconds) on a loaded machine, short enough to fail a test that would
+// never see its result.
+const PollDeadline = 30 * time.Second
+
+// Eventually calls check until it returns "" (the awaited state) and fails
+// the test with what check last said once PollDeadline has passed: the way
+// to wait for an asynchronous result without sleeping to assert.
+func Eventually(t testing.TB, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(PollDeadline)
+	wait := 5 * time.Millisecond
+	for {
+		complaint := check()
+		if complaint == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %s after %s", what, complaint, PollDeadline)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// WithinLag fails the test unless less than lag has passed since start,
+// the moment before a write was sent: only a read that came back within
+// the lag model's delay of its write can show that it misses that write.
+// (A test failing here ran on a machine too slow for its lag.)
+func WithinLag(t testing.TB, start time.Time, lag time.Duration) {
+	t.Helper()
+	if took := time.Since(start); took >= lag {
+		t.Fatalf("the read came back %v after its write was sent, not within the lag (%v): it cannot show the lag; raise the test's lag", took, lag)
+	}
+}

@@ -2,8 +2,11 @@
 // dynalite (a DynamoDB-compatible server on Node.js, pinned in
 // test/dynamodb): a proxy that refuses what AWS refuses and dynalite
 // accepts (strict.go), accounts capacity units per partition key value as
-// AWS bills them, and optionally throttles a partition past AWS's
-// per-partition limits (throughput.go). The tests (test/dynamotest) and
+// AWS bills them, optionally throttles a partition past AWS's
+// per-partition limits (throughput.go), and optionally makes global
+// secondary index reads and eventually consistent reads lag behind the
+// writes as they can on AWS, where dynalite shows every write at once
+// (lag.go, Options.Lag; off by default). The tests (test/dynamotest) and
 // skibench's data-model lab both run through it; it is a lab instrument,
 // not part of the service.
 package dynamosim

@@ -19,8 +19,10 @@ import (
 
 // Proxy sits between a client and dynalite and answers as AWS does where
 // dynalite would not: it refuses the requests AWS refuses (the strictness
-// layer, strict.go) and, when Options.Throughput is set, throttles a
-// partition key value past AWS's per-partition throughput (throughput.go).
+// layer, strict.go), when Options.Throughput is set throttles a partition
+// key value past AWS's per-partition throughput (throughput.go), and when
+// Options.Lag is set makes index reads and eventually consistent reads see
+// the data as it was Lag ago (lag.go).
 // It speaks DynamoDB's JSON protocol: the operation is in the X-Amz-Target
 // header, the request a JSON body. Every write it lets through is accounted
 // to the partition key values of the table and of each global secondary
@@ -39,6 +41,8 @@ type Proxy struct {
 	httpc    *http.Client
 	describe *dynamodb.Client
 
+	lag *lagModel // nil: reads see every acknowledged write
+
 	mu      sync.Mutex
 	schemas map[string]*tableSchema
 	parts   map[PartitionKey]*partition
@@ -54,6 +58,12 @@ type Options struct {
 	// WriteUnits and ReadUnits per partition key value and second; 0 means
 	// AWS's 1,000 and 3,000.
 	WriteUnits, ReadUnits float64
+	// Lag, when not 0, turns the read-lag model on (lag.go): a Query or
+	// Scan of a global secondary index, and a Query, Scan or GetItem of a
+	// table without ConsistentRead, sees each item as it was Lag ago, so a
+	// read right after a write misses it as it can on AWS. 0 (the default)
+	// is dynalite's behaviour: every read sees every acknowledged write.
+	Lag time.Duration
 }
 
 // AWS's per-partition limits.
@@ -84,6 +94,9 @@ func StartProxy(upstream string, opts Options) (*Proxy, error) {
 		describe: ClientFor(upstream),
 		schemas:  map[string]*tableSchema{},
 		parts:    map[PartitionKey]*partition{},
+	}
+	if opts.Lag > 0 {
+		p.lag = newLagModel(opts.Lag)
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -159,6 +172,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if msg := p.strict(r.Context(), op, &req); msg != "" {
 		refuse(w, typeValidation, msg)
 		return
+	}
+	if p.lag != nil {
+		switch {
+		case op == "PutItem", op == "UpdateItem", op == "DeleteItem", op == "BatchWriteItem":
+			p.lagWrite(w, r, op, &req, body)
+			return
+		case lagged(op, &req):
+			p.lagRead(w, r, op, &req, body)
+			return
+		}
 	}
 	p.account(w, r, op, &req, body)
 }
@@ -259,6 +282,8 @@ type request struct {
 	ExpressionAttributeValues attrs
 	ReturnConsumedCapacity    string
 	ReturnValues              string
+	ConsistentRead            bool
+	Select                    string
 	RequestItems              map[string]json.RawMessage
 	// CreateTable
 	KeySchema              []keyElem
