@@ -125,10 +125,17 @@ func TestPlanCommandAnswersFromASavedReport(t *testing.T) {
 		adoptedLike,
 		{Store: "postgres", Rides: 1000, ServerCPUPerRideUS: 27, ServerCPUPerQueryUS: 100},
 	}}
+	// Saved as two runs of one data set, which plan merges.
 	path := dir + "/units.json"
+	pgRun := r
+	pgRun.Results, r.Results = r.Results[2:], r.Results[:2]
 	if err := saveReport(path, r); err != nil {
 		t.Fatal(err)
 	}
+	if err := saveReport(dir+"/pg.json", pgRun); err != nil {
+		t.Fatal(err)
+	}
+	path += "," + dir + "/pg.json"
 	var out, errOut bytes.Buffer
 	code := Main(t.Context(), []string{"plan", "--units", path, "--peak-rides", "5k", "--rides-per-month", "100M",
 		"--queries-per-month", "UniqueSkiers=1M,SkierDayRides=10M"}, &out, &errOut)
@@ -140,6 +147,9 @@ func TestPlanCommandAnswersFromASavedReport(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plan output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if strings.Count(out.String(), "Traffic:") != 1 {
+		t.Errorf("two runs of one data set planned apart:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "| memory |") {
 		t.Errorf("plan prices the memory store:\n%s", out.String())

@@ -43,7 +43,8 @@ func trafficFlags(fs *flag.FlagSet) func() (Traffic, error) {
 }
 
 // ReadReports reads the reports saved by --save (or printed by --json),
-// comma-separated paths.
+// comma-separated paths, and merges those of one data set (runs of one
+// store each, say) into one report, in the order first read.
 func ReadReports(paths string) ([]Report, error) {
 	var out []Report
 	for _, p := range strings.Split(paths, ",") {
@@ -58,7 +59,18 @@ func ReadReports(paths string) ([]Report, error) {
 		if len(r.Results) == 0 {
 			return nil, fmt.Errorf("%s: no results", p)
 		}
-		out = append(out, r)
+		merged := false
+		for i := range out {
+			if out[i].DataSet == r.DataSet && out[i].QueriesPer == r.QueriesPer {
+				out[i].Results = append(out[i].Results, r.Results...)
+				out[i].Command += "; " + r.Command
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
