@@ -103,7 +103,11 @@ func (r Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| answers differing from memory | %d |\n", res.Mismatches)
 		for _, k := range Kinds {
 			l := res.Latencies[k]
-			fmt.Fprintf(w, "| %s p50 / p99 | %s / %s ms |\n", k, num(l.P50ms), num(l.P99ms))
+			where := ""
+			if res.Dynamo {
+				where = " (dynalite, the emulator)"
+			}
+			fmt.Fprintf(w, "| %s p50 / p99%s | %s / %s ms |\n", k, where, num(l.P50ms), num(l.P99ms))
 		}
 		for _, m := range res.Mismatched {
 			fmt.Fprintf(w, "\nmismatch: %s\n", m)
@@ -124,7 +128,7 @@ func (r Report) WriteMarkdown(w io.Writer) {
 			orDash(res.Dynamo, num(res.ReadCU)),
 			res.Stored, res.StoredUnit, res.Mismatches)
 	}
-	fmt.Fprintf(w, "\n### Comparison: query latency p50 / p99 (ms)\n\n| store |")
+	fmt.Fprintf(w, "\n### Comparison: query latency p50 / p99 (ms) on this machine: the DynamoDB stores' are dynalite's, the emulator's, not AWS's\n\n| store |")
 	for _, k := range Kinds {
 		fmt.Fprintf(w, " %s |", k)
 	}
