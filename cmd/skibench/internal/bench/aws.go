@@ -28,11 +28,13 @@ const (
 	// on request). The lab applies it to each table and each index alone.
 	TableQuotaWriteUnitsPerSec = 40000
 	// NewTableWriteUnitsPerSec is what a newly created on-demand table
-	// takes at once: its "previous peak" starts at 2,000 write request
-	// units and on demand serves up to twice the previous peak, so 4,000
-	// writes a second (docs.aws.amazon.com/amazondynamodb/latest/
-	// developerguide/on-demand-capacity-mode.html, "Initial throughput");
-	// beyond that it may throttle while it scales (or pre-warm it).
+	// takes at once: "New on-demand tables will be able to sustain up to
+	// 4,000 writes per second and 12,000 reads per second" (write request
+	// units; reads and writes trade off linearly), beyond which it may
+	// throttle while it scales, past twice its previous peak within 30
+	// minutes (docs.aws.amazon.com/amazondynamodb/latest/developerguide/
+	// on-demand-capacity-mode.html, "Initial throughput and scaling
+	// properties"; pre-warming-on-demand-capacity-mode.html).
 	NewTableWriteUnitsPerSec = 4000
 )
 
