@@ -259,6 +259,7 @@ type request struct {
 	ExpressionAttributeValues attrs
 	ReturnConsumedCapacity    string
 	ReturnValues              string
+	ConsistentRead            bool
 	RequestItems              map[string]json.RawMessage
 	// CreateTable
 	KeySchema              []keyElem
