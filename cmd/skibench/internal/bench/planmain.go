@@ -157,7 +157,7 @@ func WritePlan(w io.Writer, r Report, t Traffic, plans []ModelPlan) {
 			if p.Instance != "" {
 				inst = fmt.Sprintf("RDS %s %s", p.Instance, usd(p.InstanceUSD))
 			}
-			fmt.Fprintf(w, "| %s | — | — | %s (estimate: %.2f vCPU at the peak from %s a ride and %s a query of local server CPU, %.0f%% headroom) | %s | %s | — |\n",
+			fmt.Fprintf(w, "| %s | — | — | %s (estimate: %.2g vCPU at the peak from %s a ride and %s a query of local server CPU, %.0f%% headroom) | %s | %s | — |\n",
 				p.Store, inst, p.VCPUs, p.CPUPerRide.Round(100*time.Nanosecond), p.CPUPerQuery.Round(100*time.Nanosecond), 100*RDSHeadroom, rate(ceil), what)
 			continue
 		}
