@@ -76,7 +76,7 @@ type svgChart struct {
 }
 
 const (
-	labWidth  = 1100
+	labWidth  = 1180
 	labLabelW = 210
 	labPlotX  = labLabelW + 10
 	labPlotW  = 640 // the rest of the width holds the values
