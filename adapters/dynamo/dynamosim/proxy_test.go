@@ -18,6 +18,36 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 
+// AWS bills a read request at least one 4 KB read even when it finds
+// nothing; dynalite reports 0 for an empty Query, the proxy the minimum.
+func TestReadsFindingNothingAreBilledAWSMinimum(t *testing.T) {
+	t.Parallel()
+	px := dynamotest.NewProxy(t, dynamosim.Options{})
+	c := dynamosim.ClientFor(px.URL)
+	table := newTable(t, c)
+	ctx := dynamotest.Context(t)
+	for _, consistent := range []bool{false, true} {
+		out, err := c.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("PK = :p"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": n(404)}, ConsistentRead: aws.Bool(consistent),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.5
+		if consistent {
+			want = 1
+		}
+		if out.Count != 0 || out.ConsumedCapacity == nil || aws.ToFloat64(out.ConsumedCapacity.CapacityUnits) != want {
+			t.Errorf("empty Query (consistent %v): %d items, consumed %+v; want 0 items, %v units", consistent, out.Count, out.ConsumedCapacity, want)
+		}
+	}
+	out, err := c.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("g-index"), KeyConditionExpression: aws.String("G = :g"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("none")}, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
+	if err != nil || out.ConsumedCapacity == nil || aws.ToFloat64(out.ConsumedCapacity.CapacityUnits) != 0.5 {
+		t.Errorf("empty index Query: %+v, %v; want 0.5 units", out.ConsumedCapacity, err)
+	}
+}
+
 // A table keyed (PK N, SK S) with an index keyed (G S, GS S), like the
 // skier table and its resort index.
 func newTable(t *testing.T, c *dynamodb.Client) string {

@@ -75,6 +75,25 @@ func TestBreakEvenUtilisationIsThePriceRatio(t *testing.T) {
 	}
 }
 
+// The shape states what a resort would recognise: the dense workload's
+// skier-days hold RidesPerSkierDay rides, the sparse one's about one.
+func TestShapeStatesRidesPerSkierDay(t *testing.T) {
+	ds := DefaultDataSet()
+	ds.Rides = 20_000
+	for wl, want := range map[string]float64{WorkloadDense: RidesPerSkierDay, WorkloadSparse: 1} {
+		ds.Workload = wl
+		rides, err := ds.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ShapeOf(rides)
+		if math.Abs(s.RidesPerSkier-want) > 0.05*want || s.Resorts != 10 || s.Days != 10 || s.Rides != ds.Rides ||
+			math.Abs(s.SkiersPerResort-float64(s.SkierDays)/100) > 1e-9 {
+			t.Errorf("%s: %+v; want %v rides a skier-day over 10 resorts × 10 days", wl, s, want)
+		}
+	}
+}
+
 // The dense workload: each skier-day's rides come in time order, days in
 // order, and several skiers' days interleave.
 func TestDenseWorkloadSendsEachSkierDayInTimeOrder(t *testing.T) {
@@ -159,7 +178,7 @@ func TestReportRendersEveryStoreAndKind(t *testing.T) {
 		t.Errorf("Mismatches = %d; want 1", r.Mismatches())
 	}
 	var svg bytes.Buffer
-	r.WriteSVG(&svg)
+	WriteLabSVG(&svg, []Report{r}, Traffic{PeakRides: 100, RidesPerMonth: 1e6})
 	if s := svg.String(); !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "dynamo-adopted") || !strings.HasSuffix(strings.TrimSpace(s), "</svg>") {
 		t.Errorf("SVG malformed:\n%s", s)
 	}
@@ -180,12 +199,13 @@ func TestSkibenchEndToEndStoresAgree(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	var out, errOut bytes.Buffer
+	saved := filepath.Join(t.TempDir(), "units.json")
 	// Four stores on dynalite take minutes on a loaded two-core machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	code := Main(ctx, []string{
 		"--stores", "memory,dynamo-adopted,dynamo-counters,dynamo-sharded", "--rides", "2000", "--days", "3", "--skiers", "300",
-		"--queries", "20", "--batch-size", "100", "--dynamo-endpoint", endpoint, "--json",
+		"--queries", "20", "--batch-size", "100", "--dynamo-endpoint", endpoint, "--json", "--save", saved,
 	}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("skibench exit %d; stderr:\n%s", code, errOut.String())
@@ -207,7 +227,33 @@ func TestSkibenchEndToEndStoresAgree(t *testing.T) {
 			}
 		}
 	}
+	if b, err := os.ReadFile(saved); err != nil || !bytes.Equal(b, out.Bytes()) {
+		t.Errorf("--save wrote %d bytes (%v); want the JSON report printed", len(b), err)
+	}
+	if r.Shape.Rides != 2000 || r.Shape.SkierDays == 0 || r.Shape.Resorts != 10 || r.Shape.Days != 3 {
+		t.Errorf("report's shape = %+v; want 2000 rides over 10 resorts and 3 days", r.Shape)
+	}
 	adopted, counters, sharded := r.Results[1], r.Results[2], r.Results[3]
+	// The units a ride by table and index add up to the total, and the
+	// read units by kind to the mix's.
+	for _, res := range r.Results[1:] {
+		var w, rd float64
+		for _, u := range res.WriteUnitsBy {
+			w += u
+		}
+		for _, k := range Kinds {
+			if res.ReadUnitsByKind[k] < 0.5 {
+				t.Errorf("%s: %v read units a %s query; want at least one eventually consistent request's 0.5", res.Store, res.ReadUnitsByKind[k], k)
+			}
+			rd += res.ReadUnitsByKind[k] * float64(res.Latencies[k].N)
+		}
+		if math.Abs(w-res.WriteCUPerRide) > 1e-9 || math.Abs(rd-res.ReadCU) > 1e-6 {
+			t.Errorf("%s: units by table %v sum to %v (total %v a ride); by kind to %v (total %v)", res.Store, res.WriteUnitsBy, w, res.WriteCUPerRide, rd, res.ReadCU)
+		}
+	}
+	if adopted.WriteUnitsBy["skierTable/resort-index"] <= 0 || adopted.HotUnitsPerRide <= 0 || len(sharded.WriteUnitsBy) != 2 {
+		t.Errorf("units by table: adopted %v (hot %v a ride), sharded %v; want adopted's index and sharded's two tables", adopted.WriteUnitsBy, adopted.HotUnitsPerRide, sharded.WriteUnitsBy)
+	}
 	// One index entry a ride item put (a ride the data set holds twice is
 	// put twice).
 	if adopted.WriteRequests != 2000/25 || adopted.GSIWriteCU < float64(adopted.Stored) || adopted.GSIWriteCU > 2000 || adopted.Stored != r.Results[0].Stored {

@@ -170,3 +170,47 @@ func Ask(ctx context.Context, s ports.RideStore, q Query) (string, error) {
 	}
 	return fmt.Sprint(v), nil
 }
+
+// Shape is how realistic a data set is, in the terms a resort knows:
+// rides a skier makes a day, skiers a resort has a day, over how many
+// resorts and days.
+type Shape struct {
+	Rides           int     `json:"rides"`
+	Resorts         int     `json:"resorts"`
+	Days            int     `json:"days"`
+	Skiers          int     `json:"skiers"`     // distinct skiers with a ride
+	SkierDays       int     `json:"skier_days"` // distinct (skier, resort, day)
+	RidesPerSkier   float64 `json:"rides_per_skier_day"`
+	SkiersPerResort float64 `json:"skiers_per_resort_day"` // mean over the resort-days with a ride
+}
+
+// ShapeOf measures rides.
+func ShapeOf(rides []domain.LiftRide) Shape {
+	type resortDay struct {
+		resort domain.ResortID
+		day    int
+	}
+	type skierDay struct {
+		resortDay
+		skier domain.SkierID
+	}
+	resorts, days, skiers := map[domain.ResortID]bool{}, map[int]bool{}, map[domain.SkierID]bool{}
+	rds, sds := map[resortDay]bool{}, map[skierDay]bool{}
+	for _, r := range rides {
+		rd := resortDay{r.ResortID(), r.DayID()}
+		resorts[rd.resort], days[rd.day], skiers[r.SkierID()] = true, true, true
+		rds[rd], sds[skierDay{rd, r.SkierID()}] = true, true
+	}
+	s := Shape{Rides: len(rides), Resorts: len(resorts), Days: len(days), Skiers: len(skiers), SkierDays: len(sds)}
+	if len(sds) > 0 {
+		s.RidesPerSkier = float64(len(rides)) / float64(len(sds))
+		s.SkiersPerResort = float64(len(sds)) / float64(len(rds))
+	}
+	return s
+}
+
+// String is the shape as one sentence.
+func (s Shape) String() string {
+	return fmt.Sprintf("%d rides: %.1f rides a skier-day, %.0f skiers a resort-day, %d resorts, %d days (%d skier-days)",
+		s.Rides, s.RidesPerSkier, s.SkiersPerResort, s.Resorts, s.Days, s.SkierDays)
+}

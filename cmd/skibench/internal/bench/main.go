@@ -23,7 +23,18 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 // benchmark and writes the report to stdout and progress to stderr. It
 // returns the exit code: 0, 1 when a store's answers differ from the
 // memory store's or a store fails, 2 for bad flags.
+//
+// `skibench plan` and `skibench chart` answer from reports saved by an
+// earlier run's --save, with no run (planMain, chartMain).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "plan":
+			return planMain(args[1:], stdout, stderr)
+		case "chart":
+			return chartMain(args[1:], stderr)
+		}
+	}
 	fs := flag.NewFlagSet("skibench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ds := DefaultDataSet()
@@ -34,9 +45,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		batch      = fs.Int("batch-size", 500, "rides per AddRides call")
 		writers    = fs.Int("writers", 4, "AddRides calls in flight")
 		jsonOut    = fs.Bool("json", false, "print the report as JSON instead of Markdown")
-		chart      = fs.String("chart", "", "write an SVG chart of write throughput and p99 latencies to this file")
+		chart      = fs.String("chart", "", "write the lab's SVG chart (units, hot key, ceiling, monthly cost at the --peak-rides/--rides-per-month/--queries-per-month traffic) to this file")
+		save       = fs.String("save", "", "save the report as JSON to this file, for skibench plan and skibench chart")
 		timeout    = fs.Duration("timeout", 2*time.Hour, "give up after this long")
 		env        = Env{}
+		traffic    = trafficFlags(fs)
 	)
 	fs.Uint64Var(&ds.Seed, "seed", ds.Seed, "seed of the data set and the query mix")
 	fs.IntVar(&ds.Rides, "rides", ds.Rides, "rides in the data set")
@@ -57,6 +70,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ds.Skiers, ds.Resorts = int32(skiers), int32(resorts)
+	tr, err := traffic()
+	if err != nil {
+		fmt.Fprintf(stderr, "skibench: %v\n", err)
+		return 2
+	}
 	names := strings.Split(*stores, ",")
 	for _, n := range names {
 		if !slices.Contains(StoreNames, n) {
@@ -87,8 +105,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		} else {
 			report.WriteMarkdown(stdout)
 		}
+		if *save != "" {
+			if err := saveReport(*save, report); err != nil {
+				fmt.Fprintf(stderr, "skibench: %v\n", err)
+				return 1
+			}
+		}
 		if *chart != "" {
-			if err := writeChart(*chart, report); err != nil {
+			if err := writeChart(*chart, []Report{report}, tr); err != nil {
 				fmt.Fprintf(stderr, "skibench: %v\n", err)
 				return 1
 			}
@@ -106,16 +130,58 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writeChart(path string, r Report) error {
+func writeChart(path string, rs []Report, t Traffic) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
-	r.WriteSVG(f)
+	WriteLabSVG(f, rs, t)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
 	return nil
+}
+
+func saveReport(path string, r Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	werr := r.WriteJSON(f)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	return nil
+}
+
+// chartMain is `skibench chart`: the lab's chart of saved reports (one per
+// workload) at a stated traffic.
+func chartMain(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("skibench chart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	units := fs.String("units", "", "reports saved by skibench --save FILE, comma-separated (one per workload)")
+	out := fs.String("out", "", "the SVG file to write")
+	traffic := trafficFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, err := traffic()
+	if err == nil && (*units == "" || *out == "") {
+		err = errors.New("--units and --out are required")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "skibench chart: %v\n", err)
+		return 2
+	}
+	rs, err := ReadReports(*units)
+	if err == nil {
+		err = writeChart(*out, rs, t)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "skibench chart: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 func run(ctx context.Context, env *Env, ds DataSet, names []string, dynRides, queriesPer int, load LoadOptions, log io.Writer) (Report, error) {
@@ -125,6 +191,7 @@ func run(ctx context.Context, env *Env, ds DataSet, names []string, dynRides, qu
 	if err != nil {
 		return report, err
 	}
+	report.Shape = ShapeOf(rides)
 	loadSize := func(name string) int {
 		if strings.HasPrefix(name, "dynamo-") && dynRides > 0 {
 			return min(dynRides, len(rides))

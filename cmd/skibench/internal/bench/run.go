@@ -33,6 +33,9 @@ type Target struct {
 	Partitions func() []dynamosim.PartitionUsage
 	// Close releases the store (drops the schema or tables unless kept).
 	Close func(ctx context.Context) error
+	// ServerProcess names the server's processes on this machine
+	// ("postgres"), whose CPU Run measures from /proc; "" for none.
+	ServerProcess string
 }
 
 // LoadOptions is how rides are written: BatchSize rides per AddRides call,
@@ -78,6 +81,24 @@ type Result struct {
 	HotKey           string  `json:"hot_key,omitempty"`
 	HotShare         float64 `json:"hot_share,omitempty"`
 	ThrottleRideRate float64 `json:"throttle_ride_rate,omitempty"`
+	// HotUnitsPerRide is the hottest key's write units a ride of the data
+	// set (so 1,000 / HotUnitsPerRide is ThrottleRideRate).
+	HotUnitsPerRide float64 `json:"hot_units_per_ride,omitempty"`
+	// WriteUnitsBy is the write units a ride on each table and index
+	// ("skierTable", "skierTable/resort-index"; without the run's prefix):
+	// AWS's table-level quota applies to each separately.
+	WriteUnitsBy map[string]float64 `json:"write_units_per_ride_by,omitempty"`
+	// ReadUnitsByKind is the read units a query of each kind.
+	ReadUnitsByKind map[string]float64 `json:"read_units_per_query_by_kind,omitempty"`
+	// ServerCPUPerRideUS and ServerCPUPerQueryUS are the CPU microseconds
+	// the server's processes on this machine (Target.ServerProcess) used
+	// per ride during the load and per query during the mix, read from
+	// /proc: everything those processes did meanwhile, this run's or not.
+	// ClientCPUPerRideUS is skibench's own CPU per ride during the load
+	// (the adapter's side: encoding, the driver).
+	ServerCPUPerRideUS  float64 `json:"server_cpu_us_per_ride,omitempty"`
+	ServerCPUPerQueryUS float64 `json:"server_cpu_us_per_query,omitempty"`
+	ClientCPUPerRideUS  float64 `json:"client_cpu_us_per_ride,omitempty"`
 	// Throttled counts the requests the throughput model refused (with
 	// --throughput-model).
 	Throttled  int64  `json:"throttled,omitempty"`
@@ -160,9 +181,18 @@ feed:
 // want (the reference's, one per query) and collects the numbers.
 func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Query, want []string, opts LoadOptions) (Result, error) {
 	res := Result{Store: t.Name, Rides: len(rides), StoredUnit: t.CountUnit, Latencies: map[string]Latency{}, Dynamo: t.Capacity != nil}
+	server0, serverOK := processCPU(t.ServerProcess)
+	client0 := selfCPU()
 	elapsed, calls, err := Load(ctx, t.Store, rides, opts)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	server1, _ := processCPU(t.ServerProcess)
+	if t.ServerProcess != "" && len(rides) > 0 {
+		res.ClientCPUPerRideUS = micros(selfCPU()-client0) / float64(len(rides))
+		if serverOK {
+			res.ServerCPUPerRideUS = micros(server1-server0) / float64(len(rides))
+		}
 	}
 	res.WriteSeconds = elapsed.Seconds()
 	res.RidesPerSec = float64(len(rides)) / elapsed.Seconds()
@@ -185,6 +215,9 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 		}
 	}
 	res.ReadCalls = len(queries)
+	if server2, ok := processCPU(t.ServerProcess); ok && serverOK && len(queries) > 0 {
+		res.ServerCPUPerQueryUS = micros(server2-server1) / float64(len(queries))
+	}
 	for kind, ds := range perKind {
 		slices.Sort(ds)
 		res.Latencies[kind] = Latency{N: len(ds), P50ms: Percentile(ds, 50), P99ms: Percentile(ds, 99)}
@@ -209,11 +242,18 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 			default:
 				res.ReadRequests += st.Requests
 				res.ReadCU += st.ReadCU
+				if n := len(perKind[op]); n > 0 {
+					if res.ReadUnitsByKind == nil {
+						res.ReadUnitsByKind = map[string]float64{}
+					}
+					res.ReadUnitsByKind[op] = st.ReadCU / float64(n)
+				}
 			}
 		}
 	}
 	if t.Partitions != nil {
-		table, index, hot, throttled := partitionStats(t.Partitions())
+		parts := t.Partitions()
+		table, index, hot, throttled := partitionStats(parts)
 		res.GSIWriteCU = index
 		res.TotalWriteCU = table + index
 		res.Throttled = throttled
@@ -224,6 +264,11 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 		}
 		if len(rides) > 0 {
 			res.WriteCUPerRide = res.TotalWriteCU / float64(len(rides))
+			res.HotUnitsPerRide = hot.WriteUnits / float64(len(rides))
+			res.WriteUnitsBy = map[string]float64{}
+			for _, p := range parts {
+				res.WriteUnitsBy[tableName(p.PartitionKey)] += p.WriteUnits / float64(len(rides))
+			}
 		}
 		if len(queries) > 0 {
 			res.ReadCUPerQuery = res.ReadCU / float64(len(queries))
@@ -234,15 +279,23 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 
 // hotName names a partition key value without the run's table prefix.
 func hotName(p dynamosim.PartitionUsage) string {
-	table := p.Table
+	return tableName(p.PartitionKey) + " " + p.Key
+}
+
+// tableName names a table ("skierTable") or one of its indexes
+// ("skierTable/resort-index") without the run's table prefix.
+func tableName(k dynamosim.PartitionKey) string {
+	table := k.Table
 	if i := strings.LastIndex(table, "_"); i >= 0 {
 		table = table[i+1:]
 	}
-	if p.Index != "" {
-		table += "/" + p.Index
+	if k.Index != "" {
+		table += "/" + k.Index
 	}
-	return table + " " + p.Key
+	return table
 }
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // Reference answers the queries from the in-memory store loaded with the
 // rides: the answers every other store must give.

@@ -71,7 +71,7 @@ func openPostgres(ctx context.Context, env *Env) (*Target, error) {
 		return nil, fmt.Errorf("postgres (set --database-url): %w", err)
 	}
 	return &Target{
-		Name: "postgres", Store: db.Rides(), Count: db.CountRides, CountUnit: "rows",
+		Name: "postgres", Store: db.Rides(), Count: db.CountRides, CountUnit: "rows", ServerProcess: "postgres",
 		Close: func(ctx context.Context) error {
 			db.Close()
 			if env.Keep {
