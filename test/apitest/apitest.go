@@ -21,6 +21,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/test/poll"
 )
 
 // Deadline bounds every wait for asynchronous work (a ride reaching the store).
@@ -190,23 +191,11 @@ func decode[T any](t *testing.T, r Response) T {
 	return v
 }
 
-// Eventually polls check until it returns "" (success) or the deadline
-// passes, then fails with the last complaint.
+// Eventually polls check until it returns "" (success) or Deadline passes,
+// then fails with the last complaint.
 func Eventually(t *testing.T, what string, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(Deadline)
-	wait := 5 * time.Millisecond
-	for {
-		complaint := check()
-		if complaint == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after %s", what, complaint, Deadline)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 200*time.Millisecond)
-	}
+	poll.Until(t, Deadline, what, check)
 }
 
 type ride struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
+	"github.com/skidata/skidata/test/poll"
 )
 
 // EnvEndpoint names an already running DynamoDB-compatible server to use
@@ -162,19 +163,7 @@ const PollDeadline = 30 * time.Second
 // to wait for an asynchronous result without sleeping to assert.
 func Eventually(t testing.TB, what string, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(PollDeadline)
-	wait := 5 * time.Millisecond
-	for {
-		complaint := check()
-		if complaint == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after %s", what, complaint, PollDeadline)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 100*time.Millisecond)
-	}
+	poll.Until(t, PollDeadline, what, check)
 }
 
 // WithinLag fails the test unless less than lag has passed since start,

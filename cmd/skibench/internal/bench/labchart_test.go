@@ -2,13 +2,10 @@ package bench
 
 import (
 	"bytes"
-	"image"
-	"image/color"
-	"image/png"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/test/charttest"
 )
 
 // labReports are two workloads' reports with a hot-key-bound model, a
@@ -34,10 +31,6 @@ func labReports() []Report {
 // share, the ceiling of each kind of limit, and the three costs cover far
 // more pixel columns than their 11-pixel legend squares.
 func TestLabChartDrawsEveryPanel(t *testing.T) {
-	rsvg, err := exec.LookPath("rsvg-convert")
-	if err != nil {
-		t.Fatal("rsvg-convert is needed to render the chart: apt-get install librsvg2-bin")
-	}
 	var svg bytes.Buffer
 	WriteLabSVG(&svg, labReports(), handTraffic)
 	for _, want := range []string{"dynamo-adopted · sparse", "dynamo-sharded · dense", "postgres · dense", "1.0 rides a skier-day", "latencies are not shown", "db.t4g.medium"} {
@@ -48,17 +41,7 @@ func TestLabChartDrawsEveryPanel(t *testing.T) {
 	if strings.Contains(svg.String(), "memory ·") {
 		t.Error("chart draws the memory store")
 	}
-	cmd := exec.Command(rsvg, "--format", "png")
-	cmd.Stdin = &svg
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("rsvg-convert: %v: %s", err, stderr.String())
-	}
-	img, err := png.Decode(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := charttest.Render(t, &svg)
 	colours := map[string]string{
 		"skierTable": TableColors[0], "skierTable/resort-index": TableColors[1], "skierDayMarkerTable": TableColors[2],
 		"hot share": HotShareColor, "ceiling by hot key": CeilingHotColor, "ceiling by quota": CeilingQuotaColor, "ceiling by CPU": CeilingCPUColor,
@@ -68,35 +51,8 @@ func TestLabChartDrawsEveryPanel(t *testing.T) {
 		colours[k] = KindColors[i]
 	}
 	for what, c := range colours {
-		if cols := columnsWithColour(img, hexColour(t, c)); cols < 40 {
+		if cols := charttest.Columns(t, img, c); cols < 40 {
 			t.Errorf("%s (%s): %d pixel columns; want a bar (a legend square is 11)", what, c, cols)
 		}
 	}
 }
-
-func hexColour(t *testing.T, h string) color.RGBA {
-	t.Helper()
-	v, err := strconv.ParseUint(strings.TrimPrefix(h, "#"), 16, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 0xff}
-}
-
-// columnsWithColour counts the x columns holding a pixel close to c.
-func columnsWithColour(img image.Image, c color.RGBA) int {
-	b := img.Bounds()
-	n := 0
-	for x := b.Min.X; x < b.Max.X; x++ {
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if near(r>>8, c.R) && near(g>>8, c.G) && near(bl>>8, c.B) {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
-func near(a uint32, b uint8) bool { d := int(a) - int(b); return d > -16 && d < 16 }

@@ -2,9 +2,10 @@ package loadgen
 
 import (
 	"bytes"
-	"os/exec"
 	"reflect"
 	"testing"
+
+	"github.com/skidata/skidata/test/charttest"
 )
 
 func TestSweepPointsAreEveryCombinationFirstFlagSlowest(t *testing.T) {
@@ -42,10 +43,6 @@ func TestSweepRefusesFlagsItSetsItself(t *testing.T) {
 // rsvg-convert: each process's CPU colour, the p99 colour and the store
 // writes colour must cover bars in the PNG.
 func TestSweepChartDrawsEveryProcessAndPanel(t *testing.T) {
-	rsvg, err := exec.LookPath("rsvg-convert")
-	if err != nil {
-		t.Fatal("rsvg-convert is needed to render the chart: apt-get install librsvg2-bin")
-	}
 	var points []SweepPoint
 	for i, linger := range []string{"0s", "5ms", "20ms"} {
 		points = append(points, SweepPoint{
@@ -58,11 +55,11 @@ func TestSweepChartDrawsEveryProcessAndPanel(t *testing.T) {
 	if err := WriteSweepChart(&svg, "sweep", points); err != nil {
 		t.Fatal(err)
 	}
-	img := renderPNG(t, rsvg, &svg)
+	img := charttest.Render(t, &svg)
 	colours := map[string]string{"api": SweepColors[0], "consumer": SweepColors[1], "beam.smp": SweepColors[2], "p99": SweepP99Color, "writes": SweepWritesColor}
 	for what, c := range colours {
 		// Three bars 42 px wide each, and a 12 px legend square for the processes.
-		if cols := columnsWithColour(img, hexColour(t, c)); cols < 3*40 {
+		if cols := charttest.Columns(t, img, c); cols < 3*40 {
 			t.Errorf("%s (%s) in %d pixel columns; want three bars", what, c, cols)
 		}
 	}
