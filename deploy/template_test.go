@@ -1391,3 +1391,29 @@ func TestTemplateRefusesInstanceZonesTheLoadBalancerDoesNotServe(t *testing.T) {
 		t.Errorf("no rule asserting every zone of PrivateSubnets is one of PublicSubnets: %v", rules)
 	}
 }
+
+// TestTemplateCanNameTheAPIAndCertifyIt: with DomainName and HostedZoneId
+// the stack requests the certificate (validated in DNS), points the name
+// at the load balancer and serves HTTPS with that certificate, so the
+// documented checks need no -k; a rule refuses a stack with neither a
+// certificate nor a domain.
+func TestTemplateCanNameTheAPIAndCertifyIt(t *testing.T) {
+	tpl := loadTemplate(t)
+	certs := resources(t, tpl, "AWS::CertificateManager::Certificate")
+	if c := certs["Certificate"]; c == nil || c["ValidationMethod"] != "DNS" || !strings.Contains(fmt.Sprint(c["DomainValidationOptions"]), "HostedZoneId") {
+		t.Errorf("certificate %v; want one validated in DNS through HostedZoneId", c)
+	}
+	rec := resources(t, tpl, "AWS::Route53::RecordSet")["ApiDnsRecord"]
+	if rec == nil || !strings.Contains(fmt.Sprint(rec["AliasTarget"]), "LoadBalancer") {
+		t.Errorf("DNS record %v; want an alias of DomainName to the load balancer", rec)
+	}
+	for name, l := range resources(t, tpl, "AWS::ElasticLoadBalancingV2::Listener") {
+		if l["Protocol"] == "HTTPS" && !strings.Contains(fmt.Sprint(l["Certificates"]), "Fn::If:[HasDomain map[Ref:Certificate] map[Ref:CertificateArn]]") {
+			t.Errorf("HTTPS listener %s certificates %v; want the stack's certificate with a domain, else CertificateArn", name, l["Certificates"])
+		}
+	}
+	rules := fmt.Sprint(tpl["Rules"])
+	if !strings.Contains(rules, "CertificateArn") || !strings.Contains(rules, "DomainName") {
+		t.Errorf("no rule requiring a certificate or a domain: %s", rules)
+	}
+}
