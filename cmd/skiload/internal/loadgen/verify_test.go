@@ -150,3 +150,44 @@ func TestVerifyReportPrintsTheDrainTime(t *testing.T) {
 		t.Errorf("verify output has no \"drained in\" line:\n%s", out.String())
 	}
 }
+
+// TestVerifyWaitsOutAReadThatLagsTheStore: a store whose reads lag its
+// writes (a DynamoDB index) answers short for a moment after the drain;
+// Verify asks again within its allowance and finds nothing lost.
+func TestVerifyWaitsOutAReadThatLagsTheStore(t *testing.T) {
+	ride := Ride{ResortID: 1, Season: 2024, Day: 1, SkierID: 1, Time: 10, LiftID: 3}
+	e := Expect([]Ride{ride})
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		n := asked[r.URL.Path]
+		mu.Unlock()
+		lagging := n <= 3 // the first three reads do not see the ride yet
+		if strings.HasPrefix(r.URL.Path, "/resorts/") {
+			fmt.Fprintf(w, `{"time":"x","numSkiers":%d}`, map[bool]int{true: 0, false: 1}[lagging])
+			return
+		}
+		if lagging {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, ride.Vertical())
+	}))
+	t.Cleanup(srv.Close)
+	v, err := Verify(context.Background(), &Caller{Client: srv.Client(), Policy: DefaultRetryPolicy()}, srv.URL, e, 10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Lost() != 0 || v.Extra() != 0 {
+		t.Errorf("verdict %+v; want nothing lost once the reads caught up", v)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for path, n := range asked {
+		if n != 4 {
+			t.Errorf("%s asked %d times; want 4 (three lagging answers, then the right one)", path, n)
+		}
+	}
+}
