@@ -115,7 +115,7 @@ programs) and store writes per ride; --json and --chart write them.
 
 Example (RabbitMQ quorum + PostgreSQL):
   skiload sweep --skiapi bin/skiapi --cpu-of beam.smp,postgres \
-    --service-flags "--store postgres --queue rabbitmq" \
+    --service-flags "--store postgres --database-url postgres://postgres@127.0.0.1:5432/test --queue rabbitmq" \
     --vary batch-size=100,500,2000 --vary batch-linger=5ms,20ms \
     --vary amqp-publish-linger=0s,5ms --chart sweep.svg --json sweep.json
 

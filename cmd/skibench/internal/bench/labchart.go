@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -172,7 +173,7 @@ func WriteLabSVG(w io.Writer, rs []Report, t Traffic) {
 	var tables []string
 	maxW := 0.0
 	for _, row := range rows {
-		for _, n := range sortedKeys(row.res.WriteUnitsBy) {
+		for _, n := range slices.Sorted(maps.Keys(row.res.WriteUnitsBy)) {
 			if !slices.Contains(tables, n) {
 				tables = append(tables, n)
 			}
@@ -194,7 +195,7 @@ func WriteLabSVG(w io.Writer, rs []Report, t Traffic) {
 		c.rowLabel(c.y, row.label)
 		if row.res.Dynamo {
 			x := float64(labPlotX)
-			for _, n := range sortedKeys(row.res.WriteUnitsBy) {
+			for _, n := range slices.Sorted(maps.Keys(row.res.WriteUnitsBy)) {
 				u := row.res.WriteUnitsBy[n]
 				c.rect(x, c.y+2, sx(u), labRowH-4, colorOf(n), fmt.Sprintf("%s: %s units a ride", n, num(u)))
 				x += sx(u)

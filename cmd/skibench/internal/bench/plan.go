@@ -2,9 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -160,7 +160,7 @@ func LimitsOf(res Result) (l Limits, ok bool) {
 		by = map[string]float64{"all tables": res.WriteCUPerRide}
 	}
 	busiest := 0.0
-	for _, name := range sortedKeys(by) {
+	for _, name := range slices.Sorted(maps.Keys(by)) {
 		if by[name] > busiest {
 			busiest, l.QuotaTable = by[name], name
 		}
@@ -168,15 +168,6 @@ func LimitsOf(res Result) (l Limits, ok bool) {
 	l.Quota = TableQuotaWriteUnitsPerSec / busiest
 	l.NewTable = NewTableWriteUnitsPerSec / busiest
 	return l, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ModelPlan is one model's answer for a Traffic.
