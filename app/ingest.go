@@ -37,6 +37,12 @@ type AdmissionConfig struct {
 	// ClientBurst is how many rides one client may send at once above
 	// ClientRate; 0 means one second's worth.
 	ClientBurst int
+	// MaxWait is how long a ride over a rate (Rate or ClientRate) may wait
+	// for its token before it is refused: a burst a little over the rate is
+	// spread out rather than answered 429, whose Retry-After can only say
+	// whole seconds. At most Rate×MaxWait rides wait at once. 0 refuses at
+	// once.
+	MaxWait time.Duration
 }
 
 // ClientsTracked is how many clients' buckets ingest keeps; the least
@@ -73,7 +79,8 @@ const (
 //     a token bucket per client (ports.ClientOf; over it: 429) and one
 //     token bucket (golang.org/x/time/rate; over it: 429) whose
 //     refill rate follows the queue depth, full below the soft limit and
-//     scaled down linearly to 5% at the hard limit;
+//     scaled down linearly to 5% at the hard limit; a ride whose token
+//     comes within MaxWait waits for it rather than being refused;
 //  2. the catalogue check: its resort and season must be registered (404);
 //  3. the group commit: rides arriving together go to the queue as one
 //     message (groupCommit), and AddRide returns once the queue holds it.
@@ -149,10 +156,49 @@ func (in *Ingest) clientAllows(ctx context.Context) error {
 			l = fresh
 		}
 	}
-	if l.AllowN(in.now(), 1) {
-		return nil
+	if ok, err := in.take(ctx, l); ok || err != nil {
+		return err
 	}
 	return fmt.Errorf("%w%w", domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate), errClientRate)
+}
+
+// serverAllows takes a token from the process's bucket.
+func (in *Ingest) serverAllows(ctx context.Context) error {
+	if in.limiter == nil {
+		return nil
+	}
+	if ok, err := in.take(ctx, in.limiter); ok || err != nil {
+		return err
+	}
+	return domain.Overloaded("this server takes at most %.0f rides per second now; retry after the Retry-After header", float64(in.limiter.Limit()))
+}
+
+// take takes a token from l, waiting for it up to MaxWait. It answers
+// false, having taken nothing, when the token is further off than that, and
+// ctx's error when ctx ends during the wait (the token goes back).
+func (in *Ingest) take(ctx context.Context, l *rate.Limiter) (bool, error) {
+	now := in.now()
+	r := l.ReserveN(now, 1)
+	if !r.OK() {
+		return false, nil
+	}
+	wait := r.DelayFrom(now)
+	if wait == 0 {
+		return true, nil
+	}
+	if wait > in.cfg.MaxWait {
+		r.CancelAt(now)
+		return false, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		r.CancelAt(in.now())
+		return false, ctx.Err()
+	}
 }
 
 // AddRide implements ports.RideIngester.
@@ -173,8 +219,8 @@ func (in *Ingest) addRide(ctx context.Context, ride domain.LiftRide) error {
 	if err := in.clientAllows(ctx); err != nil {
 		return err
 	}
-	if in.limiter != nil && !in.limiter.Allow() {
-		return domain.Overloaded("this server takes at most %.0f rides per second now; retry after the Retry-After header", float64(in.limiter.Limit()))
+	if err := in.serverAllows(ctx); err != nil {
+		return err
 	}
 	if err := in.catalog.CheckRide(ctx, ride.ResortID(), ride.SeasonID()); err != nil {
 		return err

@@ -115,6 +115,75 @@ func TestIngestOverTheRateIsOverloaded(t *testing.T) {
 	}
 }
 
+// TestIngestRideWhoseTokenComesWithinMaxWaitWaitsForIt: rides a little
+// over the rate are spread out, not refused: a 429's Retry-After is whole
+// seconds, so a refusal would idle a closed-loop client for a second.
+func TestIngestRideWhoseTokenComesWithinMaxWaitWaitsForIt(t *testing.T) {
+	pub, m := &recordingPublisher{}, &rejections{}
+	// 100 rides a second, burst 1: the 20th of 20 rides at once has its
+	// token ~190 ms later, well within the wait allowed.
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{Rate: 100, Burst: 1, MaxWait: 5 * time.Second}, PublishConfig{}, m)
+	const rides = 20
+	errs := make(chan error, rides)
+	for range rides {
+		go func() { errs <- in.AddRide(context.Background(), aRide) }()
+	}
+	for range rides {
+		if err := <-errs; err != nil {
+			t.Errorf("ride whose token is due within --ingest-max-wait: %v; want accepted", err)
+		}
+	}
+	if n, refused := len(pub.sent()), m.of(rejectRate); n == 0 || refused != 0 {
+		t.Errorf("published %d messages, %d rate rejections; want some and 0", n, refused)
+	}
+}
+
+// TestIngestRideWhoseTokenIsFurtherThanMaxWaitIsRefusedWithoutDebt: a
+// ride that would wait longer than MaxWait is refused at once, and the
+// refusal takes nothing from the bucket (the next ride is not pushed back).
+func TestIngestRideWhoseTokenIsFurtherThanMaxWaitIsRefusedWithoutDebt(t *testing.T) {
+	m := &rejections{}
+	in := startIngest(t, &recordingPublisher{}, &settableDepth{}, AdmissionConfig{Rate: 1.0 / 60, Burst: 1, MaxWait: time.Second}, PublishConfig{}, m)
+	clock := time.Unix(1_700_000_000, 0)
+	in.now = func() time.Time { return clock }
+	if err := in.AddRide(context.Background(), aRide); err != nil {
+		t.Fatalf("first ride: %v", err)
+	}
+	if err := in.AddRide(context.Background(), aRide); !errors.Is(err, domain.ErrOverloaded) {
+		t.Fatalf("ride whose token is a minute off = %v; want ErrOverloaded", err)
+	}
+	if tokens := in.limiter.TokensAt(clock); tokens < -1e-9 {
+		t.Errorf("bucket after the refusal holds %g tokens; want 0 (the refused ride took none)", tokens)
+	}
+	if m.of(rejectRate) != 1 {
+		t.Errorf("rate rejections %d; want 1", m.of(rejectRate))
+	}
+}
+
+// TestIngestRideWaitingForItsTokenGivesItBackWhenItsClientLeaves: a ride
+// whose request ends while it waits is not published, and its token goes
+// back to the bucket for the next ride.
+func TestIngestRideWaitingForItsTokenGivesItBackWhenItsClientLeaves(t *testing.T) {
+	pub, m := &recordingPublisher{}, &rejections{}
+	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{Rate: 1, Burst: 1, MaxWait: time.Hour}, PublishConfig{}, m)
+	clock := time.Unix(1_700_000_000, 0)
+	in.now = func() time.Time { return clock }
+	if err := in.AddRide(context.Background(), aRide); err != nil {
+		t.Fatalf("first ride: %v", err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := in.AddRide(gone, aRide); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ride of a client that left while it waited = %v; want context.Canceled", err)
+	}
+	if tokens := in.limiter.TokensAt(clock); tokens < -1e-9 {
+		t.Errorf("bucket holds %g tokens; want 0 (the abandoned ride's token given back)", tokens)
+	}
+	if n := len(pub.sent()); n != 1 || m.of(rejectCanceled) != 1 {
+		t.Errorf("published %d, canceled %d; want 1 and 1", n, m.of(rejectCanceled))
+	}
+}
+
 func TestIngestWithZeroRateIsUnlimited(t *testing.T) {
 	pub := &recordingPublisher{}
 	in := startIngest(t, pub, &settableDepth{}, AdmissionConfig{}, PublishConfig{}, ports.NopMetrics{})

@@ -112,6 +112,10 @@ func DefaultConfig() Config {
 		Query:           app.QueryConfig{CacheTTL: 5 * time.Second},
 		CacheSize:       100_000,
 		Redis:           redis.Config{URL: "redis://127.0.0.1:6379/0", Prefix: "skidata:"},
+		// A 429's Retry-After is whole seconds: a closed-loop client a
+		// little over the rate would idle a second per refusal. Waiting up
+		// to 100 ms for a token spreads such a burst instead.
+		Admission: app.AdmissionConfig{MaxWait: 100 * time.Millisecond},
 	}
 }
 

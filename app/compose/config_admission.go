@@ -12,6 +12,7 @@ import (
 func (c *Config) registerAdmissionFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Admission.Rate, "ingest-rate", c.Admission.Rate, "most rides per second this process accepts (token bucket); beyond it POST answers 429; 0 = unlimited")
 	fs.IntVar(&c.Admission.Burst, "ingest-burst", c.Admission.Burst, "rides accepted at once above --ingest-rate; 0 = one second's worth")
+	fs.DurationVar(&c.Admission.MaxWait, "ingest-max-wait", c.Admission.MaxWait, "how long a ride over --ingest-rate or --client-rate may wait for its token before it is answered 429; 0 = refuse at once")
 	fs.Float64Var(&c.Admission.ClientRate, "client-rate", c.Admission.ClientRate, "most rides per second one client (its address) may send; beyond it its POSTs answer 429 while other clients get in; 0 = no per-client limit")
 	fs.IntVar(&c.Admission.ClientBurst, "client-burst", c.Admission.ClientBurst, "rides one client may send at once above --client-rate; 0 = one second's worth")
 	fs.BoolVar(&c.TrustForwardedFor, "trust-forwarded-for", c.TrustForwardedFor, "take a client's address from the last X-Forwarded-For entry (set it only behind a load balancer that appends it and is the only way in)")

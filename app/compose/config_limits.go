@@ -97,6 +97,7 @@ func (c Config) validateNumbers() error {
 		{"amqp-publish-linger", c.AMQP.PublishLinger, 0, forever, "0: never waits"},
 		{"db-connect-timeout", c.Postgres.ConnectTimeout, 0, forever, "0: the URL's connect_timeout, else 5s"},
 		{"breaker-open-for", c.Breaker.OpenFor, 1, forever, ""},
+		{"ingest-max-wait", c.Admission.MaxWait, 0, forever, "0: refuse at once"},
 		{"cache-ttl", c.Query.CacheTTL, 1, forever, ""},
 	} {
 		if r.value < r.lo || r.value > r.hi {

@@ -80,12 +80,12 @@ func TestConfigRejectsWhatCannotWork(t *testing.T) {
 }
 
 func TestConfigAdmissionFlags(t *testing.T) {
-	c, err := parse(t, []string{"--ingest-rate", "500", "--ingest-burst", "50", "--queue-soft-limit", "1000", "--queue-hard-limit", "5000",
+	c, err := parse(t, []string{"--ingest-rate", "500", "--ingest-burst", "50", "--ingest-max-wait", "250ms", "--queue-soft-limit", "1000", "--queue-hard-limit", "5000",
 		"--cache", "memory", "--cache-ttl", "2s", "--pprof-listen", "127.0.0.1:6060"}, map[string]string{"SKI_BREAKER_FAILURES": "9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := app.AdmissionConfig{Rate: 500, Burst: 50, SoftLimit: 1000, HardLimit: 5000}
+	want := app.AdmissionConfig{Rate: 500, Burst: 50, MaxWait: 250 * time.Millisecond, SoftLimit: 1000, HardLimit: 5000}
 	if c.Admission != want || c.Cache != "memory" || c.Query.CacheTTL != 2*time.Second || c.PprofListen != "127.0.0.1:6060" || c.Breaker.Failures != 9 {
 		t.Errorf("parsed %+v", c)
 	}

@@ -79,6 +79,7 @@ func TestEveryNumericSettingOutsideWhatCanWorkIsRefused(t *testing.T) {
 		"queue-hard-limit":         {"-1"},
 		"breaker-failures":         {}, // 0 (no breaker) to 4294967295 all work; the flag refuses the rest
 		"breaker-open-for":         {"0s", "-1s"},
+		"ingest-max-wait":          {"-1ms"},
 		"cache-ttl":                {"0s", "-1s"},
 		"cache-size":               {"0", "-1", "2147483648"},
 	}
