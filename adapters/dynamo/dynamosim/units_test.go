@@ -138,12 +138,12 @@ func TestIndexWritesFollowAWSRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(item("a"))                                                          // into the index under a: 1
-	put(item("a"))                                                          // the same entry: 0
+	put(item("a"))                                                         // into the index under a: 1
+	put(item("a"))                                                         // the same entry: 0
 	update("SET Note = :o", map[string]types.AttributeValue{":o": s("o")}) // not projected (KEYS_ONLY): 0
-	update("SET G = :g", map[string]types.AttributeValue{":g": s("b")})     // a → b: delete under a, put under b
-	update("REMOVE GS", nil)                                                // out of the index: delete under b
-	put(item("c"))                                                          // back in under c: 1
+	update("SET G = :g", map[string]types.AttributeValue{":g": s("b")})    // a → b: delete under a, put under b
+	update("REMOVE GS", nil)                                               // out of the index: delete under b
+	put(item("c"))                                                         // back in under c: 1
 	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key()}); err != nil {
 		t.Fatal(err) // deleted: delete under c
 	}
