@@ -30,7 +30,8 @@ import (
 //
 // How: before forwarding a write (PutItem, UpdateItem, DeleteItem, every
 // request of a BatchWriteItem) the proxy reads the items it will change
-// from dynalite (BatchGetItem, consistent) and, once dynalite has
+// from dynalite (BatchGetItem, consistent; the read the accounting needs
+// too, proxy.go's write) and, once dynalite has
 // acknowledged the write, records per item key "changed at t, was this
 // before" (absent for a new item). A lagged read is forwarded as usual;
 // then every item of its answer whose key changed less than Lag ago is
@@ -164,16 +165,11 @@ func (c *capture) copyTo(w http.ResponseWriter) {
 }
 
 // lagWrite forwards a write (through the accounting) and records the
-// items it changed with their images from before it.
-func (p *Proxy) lagWrite(w http.ResponseWriter, r *http.Request, op string, req *request, body []byte) {
-	keys := p.writtenKeys(r, op, req)
-	before, err := p.getItems(r, keys)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
+// items it changed with their images from before it (keys and before, as
+// the proxy's write read them).
+func (p *Proxy) lagWrite(w http.ResponseWriter, r *http.Request, op string, req *request, body []byte, keys map[string][]attrs, before map[itemRef]attrs) {
 	rec := newCapture()
-	p.account(rec, r, op, req, body)
+	p.account(rec, r, op, req, body, before)
 	if rec.status == http.StatusOK {
 		var refs []itemRef
 		left := unprocessedRefs(p, r, rec.body.Bytes())
@@ -304,7 +300,7 @@ func (p *Proxy) lagRead(w http.ResponseWriter, r *http.Request, op string, req *
 		ix = s.index(req.IndexName)
 	}
 	if s == nil || (req.IndexName != "" && ix == nil) {
-		p.account(w, r, op, req, body) // dynalite answers the error
+		p.account(w, r, op, req, body, nil) // dynalite answers the error
 		return
 	}
 	clientNames := projectionNames(req.ProjectionExpression, req.ExpressionAttributeNames)
@@ -321,7 +317,7 @@ func (p *Proxy) lagRead(w http.ResponseWriter, r *http.Request, op string, req *
 		fwd = withKeys(body, need, countOnly)
 	}
 	rec := newCapture()
-	p.account(rec, r, op, req, fwd)
+	p.account(rec, r, op, req, fwd, nil)
 	if rec.status != http.StatusOK {
 		rec.copyTo(w)
 		return

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,8 @@ type Proxy struct {
 	describe *dynamodb.Client
 
 	lag *lagModel // nil: reads see every acknowledged write
+
+	locks itemLocks
 
 	mu      sync.Mutex
 	schemas map[string]*tableSchema
@@ -173,17 +177,67 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, typeValidation, msg)
 		return
 	}
-	if p.lag != nil {
-		switch {
-		case op == "PutItem", op == "UpdateItem", op == "DeleteItem", op == "BatchWriteItem":
-			p.lagWrite(w, r, op, &req, body)
-			return
-		case lagged(op, &req):
-			p.lagRead(w, r, op, &req, body)
-			return
+	switch {
+	case op == "PutItem", op == "UpdateItem", op == "DeleteItem", op == "BatchWriteItem":
+		p.write(w, r, op, &req, body)
+	case p.lag != nil && lagged(op, &req):
+		p.lagRead(w, r, op, &req, body)
+	default:
+		p.account(w, r, op, &req, body, nil)
+	}
+}
+
+// write forwards a write with the items it changes locked (itemLocks) and
+// read as they are before it: the accounting bills the write on them
+// (throughput.go) and the lag model records them (lag.go).
+func (p *Proxy) write(w http.ResponseWriter, r *http.Request, op string, req *request, body []byte) {
+	keys := p.writtenKeys(r, op, req)
+	var refs []itemRef
+	for table, ks := range keys {
+		s := p.schema(r.Context(), table)
+		for _, k := range ks {
+			refs = append(refs, itemRef{table, keyString(s.keys, k)})
 		}
 	}
-	p.account(w, r, op, &req, body)
+	defer p.locks.lock(refs)()
+	before, err := p.getItems(r, keys)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if p.lag != nil {
+		p.lagWrite(w, r, op, req, body, keys, before)
+		return
+	}
+	p.account(w, r, op, req, body, before)
+}
+
+// itemLocks serialises the proxy's writes of one item, from the read of
+// its image before the write to the write's answer, so the image a write
+// is billed on is the one it replaced. Keys share a fixed number of locks
+// (by hash); a request takes its locks in index order, so two requests
+// never wait on each other crosswise.
+type itemLocks [1024]sync.Mutex
+
+func (l *itemLocks) lock(refs []itemRef) (unlock func()) {
+	idx := make([]int, 0, len(refs))
+	for _, ref := range refs {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(ref.table))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(ref.key))
+		idx = append(idx, int(h.Sum32()%uint32(len(l))))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		l[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			l[i].Unlock()
+		}
+	}
 }
 
 // pass forwards the request unchanged and copies the answer back.

@@ -318,9 +318,9 @@ func valueString(v map[string]any) string {
 }
 
 // itemSize is an item's size as DynamoDB bills and limits it: attribute
-// names plus values (strings and binaries by length, numbers about one
-// byte per two digits plus one, 3 bytes and 1 per element for lists and
-// maps).
+// names plus values (strings and binaries by length, numbers by
+// numberSize, 1 byte for a boolean or null, 3 bytes and 1 per element for
+// lists and maps).
 func itemSize(it attrs) int {
 	n := 0
 	for name, v := range it {
@@ -378,7 +378,15 @@ func valueSize(v map[string]any) int {
 	return 0
 }
 
+// numberSize is a number's size as AWS documents it: 1 byte per two
+// significant digits, plus 1. Sign, decimal point and exponent are not
+// digits; leading and trailing zeros are not significant ("1000" and
+// "0.001" are one digit, 2 bytes; "0" none, 1 byte).
 func numberSize(s string) int {
-	digits := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0.")
-	return (len(digits)+1)/2 + 1
+	m := strings.TrimLeft(s, "+-")
+	if i := strings.IndexAny(m, "eE"); i >= 0 {
+		m = m[:i]
+	}
+	m = strings.Trim(strings.Replace(m, ".", "", 1), "0")
+	return (len(m)+1)/2 + 1
 }

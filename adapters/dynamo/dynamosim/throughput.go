@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"slices"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -19,19 +20,40 @@ import (
 // that cannot scale). Each has a token bucket of Options.WriteUnits write
 // units and Options.ReadUnits read units a second, with one second of
 // burst. A request is admitted when every partition it writes (or reads)
-// has units left: a write costs one unit per KB of the item, charged to
-// the table's partition, and per KB of the projected entry to each index
-// partition the item is (or is newly) indexed under. Past that, a single
+// has units left: a write costs the units it is billed (below), each on
+// the partition key value of the table or index it writes. Past that, a single
 // request is answered ProvisionedThroughputExceededException, and a
 // BatchWriteItem hands the throttled requests back in UnprocessedItems
 // (the whole call is refused only when all of them are throttled).
 //
-// An UpdateItem's size is known only once dynalite has applied it: it is
-// admitted on one unit and charged what dynalite reports consumed (the
-// larger of the old and new item, as AWS bills). Its index write is
-// charged when the update sets an index key to a value the item did not
-// already have (AWS writes no index entry when the indexed attributes do
-// not change).
+// A write is billed as AWS bills it (the "unit rules"; docs/dynamodb.md):
+//
+//   - on the table, one unit per KB of the larger of the item before and
+//     after the write (at least 1): an overwrite costs the larger of the
+//     old and new item, a delete the item deleted;
+//   - a write refused by its ConditionExpression still costs the units of
+//     the item as it is (at least 1), on the table only;
+//   - on each global secondary index, per AWS's rules for index writes: an
+//     item entering the index (put, or its index keys set) costs one write
+//     of the new entry, one leaving it (deleted, or an index key removed)
+//     one write of the old entry, a change of an index key value two (the
+//     old entry deleted, the new one put, each on its own partition key
+//     value), a change of a projected attribute alone one (the larger
+//     entry), and a write that changes nothing the index projects costs
+//     the index nothing.
+//
+// To know the item before a write the proxy reads it from dynalite
+// (consistently, before forwarding the write; the read itself is not
+// billed), and holds a lock on the item's key from that read until the
+// write is answered (itemLocks), so that concurrent writes through this
+// proxy are billed on the image each really replaced. An UpdateItem's new
+// image is asked of dynalite (ReturnValues ALL_NEW, hidden from a client
+// that did not ask for it) or, when the client asked for other values,
+// read again under the same lock. Approximate: writes to the same dynalite
+// that do not pass through this proxy are not serialised with it, and the
+// throughput model admits a request on the units of its success, so a
+// write refused by its condition is billed the failure's units but has
+// taken the success's from its partitions' token buckets.
 
 // PartitionKey names one partition key value of a table or an index.
 type PartitionKey struct {
@@ -100,15 +122,60 @@ type charge struct {
 
 func unitsOf(bytes int) float64 { return math.Max(1, math.Ceil(float64(bytes)/1024)) }
 
-// putCharges are the writes of putting it: the table's partition, and
-// each index whose keys the item has.
-func putCharges(table string, s *tableSchema, it attrs) []charge {
-	cs := []charge{{PartitionKey{table, "", valueString(it[s.keys.hash])}, unitsOf(itemSize(it))}}
+// writeCharges are the units of changing an item from old to new (nil:
+// absent) on the table's partition and on each index's.
+func writeCharges(table string, s *tableSchema, old, new attrs) []charge {
+	key := new
+	if key == nil {
+		key = old
+	}
+	units := max(sizeUnits(old), sizeUnits(new), 1)
+	cs := []charge{{PartitionKey{table, "", valueString(key[s.keys.hash])}, units}}
+	return append(cs, indexCharges(table, s, old, new)...)
+}
+
+// conditionFailedCharges are the units of a write refused by its
+// condition: the item as it is (at least 1), on the table only.
+func conditionFailedCharges(table string, s *tableSchema, old attrs, key attrs) []charge {
+	return []charge{{PartitionKey{table, "", valueString(key[s.keys.hash])}, max(sizeUnits(old), 1)}}
+}
+
+// sizeUnits is 0 for an absent item, else its write units.
+func sizeUnits(it attrs) float64 {
+	if it == nil {
+		return 0
+	}
+	return unitsOf(itemSize(it))
+}
+
+// indexCharges are the index writes of changing an item from old to new
+// (nil: absent), by AWS's rules for global secondary indexes.
+func indexCharges(table string, s *tableSchema, old, new attrs) []charge {
+	var cs []charge
 	for _, ix := range s.indexes {
-		if !hasAll(it, ix.keys.names()) {
-			continue // a sparse index: the item is not in it
+		names := ix.keys.names()
+		wasIn := old != nil && hasAll(old, names)
+		isIn := new != nil && hasAll(new, names)
+		var oldEntry, newEntry charge
+		if wasIn {
+			oldEntry = charge{PartitionKey{table, ix.name, valueString(old[ix.keys.hash])}, unitsOf(projectedSize(s, ix, old))}
 		}
-		cs = append(cs, charge{PartitionKey{table, ix.name, valueString(it[ix.keys.hash])}, unitsOf(projectedSize(s, ix, it))})
+		if isIn {
+			newEntry = charge{PartitionKey{table, ix.name, valueString(new[ix.keys.hash])}, unitsOf(projectedSize(s, ix, new))}
+		}
+		switch {
+		case wasIn && isIn && !sameValues(names, old, new):
+			cs = append(cs, oldEntry, newEntry) // delete the old entry, put the new
+		case wasIn && isIn:
+			if !reflect.DeepEqual(projected(s, ix, old), projected(s, ix, new)) {
+				newEntry.units = max(oldEntry.units, newEntry.units)
+				cs = append(cs, newEntry)
+			}
+		case wasIn:
+			cs = append(cs, oldEntry)
+		case isIn:
+			cs = append(cs, newEntry)
+		}
 	}
 	return cs
 }
@@ -123,8 +190,14 @@ func hasAll(it attrs, names []string) bool {
 }
 
 func projectedSize(s *tableSchema, ix index, it attrs) int {
+	return itemSize(projected(s, ix, it))
+}
+
+// projected is the index entry of an item: all of it, or the table's and
+// the index's keys and the attributes the index includes.
+func projected(s *tableSchema, ix index, it attrs) attrs {
 	if ix.projection == "ALL" {
-		return itemSize(it)
+		return it
 	}
 	keep := append(append(s.keys.names(), ix.keys.names()...), ix.include...)
 	sub := attrs{}
@@ -133,7 +206,7 @@ func projectedSize(s *tableSchema, ix index, it attrs) int {
 			sub[n] = v
 		}
 	}
-	return itemSize(sub)
+	return sub
 }
 
 // admit reports whether every partition has the units; when it does, it
@@ -161,6 +234,38 @@ func (p *Proxy) chargeWrite(c charge, now time.Time) {
 	if p.opts.Throughput {
 		pt.write.ReserveN(now, int(math.Ceil(c.units)))
 	}
+}
+
+// rebill replaces the units admitted for a write by those it was billed
+// once answered (a refused condition, or an error that bills nothing).
+// Only the accounting changes: the token buckets keep what admit took.
+func (p *Proxy) rebill(admitted, billed []charge) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range admitted {
+		pt := p.part(c.key)
+		pt.usage.WriteUnits -= c.units
+		pt.usage.Writes--
+	}
+	for _, c := range billed {
+		pt := p.part(c.key)
+		pt.usage.WriteUnits += c.units
+		pt.usage.Writes++
+	}
+}
+
+// writeRefused tells a write's answer that bills nothing (an error other
+// than a refused condition) and one refused by its condition.
+func writeRefused(status int, resp []byte) (refused, conditionFailed bool) {
+	if status == http.StatusOK {
+		return false, false
+	}
+	var e awsError
+	_ = json.Unmarshal(resp, &e)
+	if strings.HasSuffix(e.Type, "ConditionalCheckFailedException") {
+		return false, true
+	}
+	return true, false
 }
 
 // refused reports whether a partition of keys is out of write (or read)
@@ -230,38 +335,48 @@ func throttle(w http.ResponseWriter, index bool) {
 }
 
 // account applies the throughput model and the accounting to one request
-// the strictness layer let through, and forwards it.
-func (p *Proxy) account(w http.ResponseWriter, r *http.Request, op string, req *request, body []byte) {
+// the strictness layer let through, and forwards it. before holds the
+// items a write changes as they were before it (absent: no item).
+func (p *Proxy) account(w http.ResponseWriter, r *http.Request, op string, req *request, body []byte, before map[itemRef]attrs) {
 	switch op {
-	case "PutItem":
+	case "PutItem", "DeleteItem":
 		s := p.schema(r.Context(), req.TableName)
 		if s == nil {
 			break
 		}
+		key, new := req.Key, attrs(nil)
+		if op == "PutItem" {
+			key, new = req.Item, req.Item
+		}
+		old := before[itemRef{req.TableName, keyString(s.keys, key)}]
+		cs := writeCharges(req.TableName, s, old, new)
 		p.mu.Lock()
-		ok, ix := p.admit(putCharges(req.TableName, s, req.Item), time.Now())
+		ok, ix := p.admit(cs, time.Now())
 		p.mu.Unlock()
 		if !ok {
 			throttle(w, ix)
 			return
 		}
-	case "DeleteItem":
-		s := p.schema(r.Context(), req.TableName)
-		if s == nil {
-			break
-		}
-		p.mu.Lock()
-		ok, ix := p.admit([]charge{{PartitionKey{req.TableName, "", valueString(req.Key[s.keys.hash])}, 1}}, time.Now())
-		p.mu.Unlock()
-		if !ok {
-			throttle(w, ix)
+		status, resp, hdr, err := p.forward(r, body)
+		if err != nil {
+			p.rebill(cs, nil)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
+		switch refused, failed := writeRefused(status, resp); {
+		case failed:
+			p.rebill(cs, conditionFailedCharges(req.TableName, s, old, key))
+		case refused:
+			p.rebill(cs, nil)
+		}
+		copyHeaders(w, hdr)
+		writeJSON(w, status, resp)
+		return
 	case "BatchWriteItem":
-		p.batchWrite(w, r, req, body)
+		p.batchWrite(w, r, req, body, before)
 		return
 	case "UpdateItem":
-		p.update(w, r, req, body)
+		p.update(w, r, req, body, before)
 		return
 	case "Query", "GetItem":
 		p.read(w, r, op, req, body)
@@ -272,7 +387,7 @@ func (p *Proxy) account(w http.ResponseWriter, r *http.Request, op string, req *
 
 // batchWrite admits each request of the batch on its own; the throttled
 // ones go back in UnprocessedItems, next to what dynalite left.
-func (p *Proxy) batchWrite(w http.ResponseWriter, r *http.Request, req *request, body []byte) {
+func (p *Proxy) batchWrite(w http.ResponseWriter, r *http.Request, req *request, body []byte, before map[itemRef]attrs) {
 	kept := map[string][]json.RawMessage{}
 	unprocessed := map[string][]json.RawMessage{}
 	anyIndex := false
@@ -292,9 +407,10 @@ func (p *Proxy) batchWrite(w http.ResponseWriter, r *http.Request, req *request,
 			}
 			var cs []charge
 			if one.PutRequest != nil {
-				cs = putCharges(table, s, one.PutRequest.Item)
+				it := one.PutRequest.Item
+				cs = writeCharges(table, s, before[itemRef{table, keyString(s.keys, it)}], it)
 			} else if one.DeleteRequest != nil {
-				cs = []charge{{PartitionKey{table, "", valueString(one.DeleteRequest.Key[s.keys.hash])}, 1}}
+				cs = writeCharges(table, s, before[itemRef{table, keyString(s.keys, one.DeleteRequest.Key)}], nil)
 			}
 			p.mu.Lock()
 			ok, ix := p.admit(cs, now)
@@ -349,49 +465,39 @@ type consumed struct {
 	Attributes       attrs
 }
 
-// update admits an UpdateItem on one unit of its table partition (and a
-// unit left on each index partition it may write), then charges what it
-// consumed. It asks dynalite for the capacity and the old values it needs
-// and hides from the client what the client did not ask for.
-func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, body []byte) {
+// update admits an UpdateItem when its table partition, and each index
+// partition it may write, have a unit left, forwards it asking dynalite
+// for the new item (hidden from a client that did not ask for it), and
+// charges what it cost: writeCharges from the item before to the item
+// after, or the item as it is when the condition refused it.
+func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, body []byte, before map[itemRef]attrs) {
 	s := p.schema(r.Context(), req.TableName)
 	if s == nil {
 		p.pass(w, r, body)
 		return
 	}
-	tableKey := PartitionKey{req.TableName, "", valueString(req.Key[s.keys.hash])}
-	// Index entries the update may write: those whose keys it sets.
+	ref := itemRef{req.TableName, keyString(s.keys, req.Key)}
+	old := before[ref]
+	// The partitions it may write: the table's, the index entries the item
+	// has, and those whose keys the update sets.
+	check := []PartitionKey{{req.TableName, "", valueString(req.Key[s.keys.hash])}}
 	assigned := assignments(req.UpdateExpression, req.ExpressionAttributeNames, req.ExpressionAttributeValues)
-	type ixWrite struct {
-		ix  index
-		key PartitionKey
-	}
-	var ixs []ixWrite
 	for _, ix := range s.indexes {
-		hv, ok := assigned[ix.keys.hash]
-		if !ok {
-			continue
+		if old != nil && hasAll(old, ix.keys.names()) {
+			check = append(check, PartitionKey{req.TableName, ix.name, valueString(old[ix.keys.hash])})
 		}
-		ixs = append(ixs, ixWrite{ix, PartitionKey{req.TableName, ix.name, valueString(hv)}})
+		if hv, ok := assigned[ix.keys.hash]; ok {
+			check = append(check, PartitionKey{req.TableName, ix.name, valueString(hv)})
+		}
 	}
 	now := time.Now()
-	check := []PartitionKey{tableKey}
-	for _, x := range ixs {
-		check = append(check, x.key)
-	}
 	if p.refused(w, check, false, now) {
 		return
 	}
-	askedCapacity := req.ReturnConsumedCapacity == "TOTAL" || req.ReturnConsumedCapacity == "INDEXES"
-	askedOld := req.ReturnValues == "UPDATED_OLD"
-	canCompare := askedOld || req.ReturnValues == "" || req.ReturnValues == "NONE"
+	askNew := req.ReturnValues == "" || req.ReturnValues == "NONE"
 	set, hidden := map[string]string{}, []string{}
-	if !askedCapacity {
-		set["ReturnConsumedCapacity"] = "TOTAL"
-		hidden = append(hidden, "ConsumedCapacity")
-	}
-	if canCompare && !askedOld && len(ixs) > 0 {
-		set["ReturnValues"] = "UPDATED_OLD"
+	if askNew {
+		set["ReturnValues"] = "ALL_NEW"
 		hidden = append(hidden, "Attributes")
 	}
 	status, resp, hdr, out, err := p.forwardAsking(r, body, set)
@@ -399,20 +505,23 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	units := 1.0 // a failed condition is billed too, and dynalite reports nothing then
-	if out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits > 0 {
-		units = out.ConsumedCapacity.CapacityUnits
-	}
-	cs := []charge{{tableKey, units}}
-	if status == http.StatusOK {
-		for _, x := range ixs {
-			changed := slices.ContainsFunc(x.ix.keys.names(), func(n string) bool {
-				return valueString(out.Attributes[n]) != valueString(assigned[n])
-			})
-			if changed || !canCompare {
-				cs = append(cs, charge{x.key, 1})
+	var cs []charge
+	switch refused, failed := writeRefused(status, resp); {
+	case failed:
+		cs = conditionFailedCharges(req.TableName, s, old, req.Key)
+	case !refused:
+		new := out.Attributes
+		if !askNew && req.ReturnValues != "ALL_NEW" {
+			// The client asked for other values: the item is read again,
+			// still under its lock, so no other write came in between.
+			after, err := p.getItems(r, map[string][]attrs{req.TableName: {req.Key}})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
 			}
+			new = after[ref]
 		}
+		cs = writeCharges(req.TableName, s, old, new)
 	}
 	p.mu.Lock()
 	for _, c := range cs {
