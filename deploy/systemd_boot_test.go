@@ -20,27 +20,25 @@ import (
 	"github.com/skidata/skidata/test/amqptest"
 )
 
-// bootUnit is the unit booted under systemd; it is installed byte for byte
-// from deploy/systemd.
-const bootUnit = "skiapi-api.service"
-
-// TestSystemdUnitBootsUnderSystemd boots a Debian root (Debian's packages
+// TestSystemdUnitsBootUnderSystemd boots a Debian root (Debian's packages
 // only, built once and cached by scripts/nspawn-root.sh) with
-// systemd-nspawn --boot and installs the API unit the way the launch
-// template's user-data does (useradd, daemon-reload, enable --now). The
-// binary, the unit and the environment file are read-only bind mounts and
-// the root is a throw-away overlay (--volatile=overlay), so the cached root
-// is never changed. The container shares the machine's network: skiapi
-// listens on a free loopback port and publishes to the test RabbitMQ
-// (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on queues of its own, with the
-// memory store.
+// systemd-nspawn --boot and installs deploy/systemd's units byte for byte
+// the way the launch template's user-data does (useradd, daemon-reload,
+// enable --now). The binary, the units and the environment file are
+// read-only bind mounts and the root is a throw-away overlay
+// (--volatile=overlay), so the cached root is never changed. The container
+// shares the machine's network: skiapi listens on a free loopback port and
+// uses the test RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on
+// queues of its own, with the memory store.
 //
-// Under the unit's whole sandbox it checks that the service becomes active
-// and /readyz answers 200; that kill -9 of the main process is followed by
-// a restart (Restart=always) with a new main PID that answers /readyz
-// again; and that systemctl stop finishes within TimeoutStopSec without
-// systemd resorting to SIGKILL, leaving no process behind.
-func TestSystemdUnitBootsUnderSystemd(t *testing.T) {
+// Each unit in turn (an instance runs one role), under its whole sandbox:
+// the service becomes active and /readyz answers 200, running as skiapi
+// with no new privileges, a seccomp filter and no capabilities; kill -9 of
+// the main process is followed by a restart (Restart=always) with a new
+// main PID that answers /readyz again; systemctl stop finishes within
+// TimeoutStopSec without systemd resorting to SIGKILL, leaving no process
+// behind.
+func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("booting a container with systemd-nspawn needs root")
 	}
@@ -56,14 +54,11 @@ func TestSystemdUnitBootsUnderSystemd(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "skiapi")
+	// Built as the release is (Makefile: CGO_ENABLED=0).
 	build := exec.Command("go", "build", "-o", bin, "../cmd/skiapi")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ../cmd/skiapi: %v\n%s", err, out)
-	}
-	unitFile, err := filepath.Abs(filepath.Join("systemd", bootUnit))
-	if err != nil {
-		t.Fatal(err)
 	}
 
 	addr := freeLoopbackAddr(t)
@@ -75,17 +70,31 @@ func TestSystemdUnitBootsUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := bootContainer(t, nspawn, root,
-		"--bind-ro="+bin+":/usr/local/bin/skiapi",
-		"--bind-ro="+unitFile+":/etc/systemd/system/"+bootUnit,
-		"--bind-ro="+envFile+":/etc/skidata/skiapi.env",
-	)
+	mounts := []string{
+		"--bind-ro=" + bin + ":/usr/local/bin/skiapi",
+		"--bind-ro=" + envFile + ":/etc/skidata/skiapi.env",
+	}
+	for _, unit := range units {
+		abs, err := filepath.Abs(unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mounts = append(mounts, "--bind-ro="+abs+":/etc/systemd/system/"+filepath.Base(unit))
+	}
+	c := bootContainer(t, nspawn, root, mounts...)
 	c.run(t, "useradd", "--system", "--no-create-home", "--shell", "/sbin/nologin", "skiapi")
 	c.run(t, "systemctl", "daemon-reload")
-	c.run(t, "systemctl", "enable", "--now", bootUnit)
+	for _, unit := range units {
+		name := filepath.Base(unit)
+		t.Run(name, func(t *testing.T) { checkUnit(t, c, name, "http://"+addr+"/readyz") })
+	}
+}
 
-	readyz := "http://" + addr + "/readyz"
-	first := c.waitReady(t, readyz, 0, 30*time.Second)
+// checkUnit enables and starts unit, kills its main process, stops it and
+// checks systemd's and the service's answers at each step.
+func checkUnit(t *testing.T, c *container, unit, readyz string) {
+	c.run(t, "systemctl", "enable", "--now", unit)
+	first := c.waitReady(t, unit, readyz, 0, 30*time.Second)
 	t.Logf("active and ready, main PID %d", first)
 
 	// The sandbox is in force, not just written down: systemd inside a
@@ -99,52 +108,60 @@ func TestSystemdUnitBootsUnderSystemd(t *testing.T) {
 			t.Errorf("the main process's /proc/%d/status lacks %q:\n%s", first, want, status)
 		}
 	}
-	if uid, _ := c.output("stat", "-c", "%U", fmt.Sprintf("/proc/%d", first)); strings.TrimSpace(uid) != "skiapi" {
-		t.Errorf("the main process runs as %q, want skiapi", strings.TrimSpace(uid))
+	if user, _ := c.output("stat", "-c", "%U", fmt.Sprintf("/proc/%d", first)); strings.TrimSpace(user) != "skiapi" {
+		t.Errorf("the main process runs as %q, want skiapi", strings.TrimSpace(user))
 	}
 
 	// kill -9 of the main process: systemd starts it again after RestartSec.
-	restartSec := c.duration(t, "RestartUSec")
+	restartSec := c.duration(t, unit, "RestartUSec")
 	c.run(t, "sh", "-c", fmt.Sprintf("kill -9 %d", first))
-	second := c.waitReady(t, readyz, first, restartSec+30*time.Second)
-	if n := c.show(t, "NRestarts"); n == "0" {
+	second := c.waitReady(t, unit, readyz, first, restartSec+30*time.Second)
+	if n := c.show(t, unit, "NRestarts"); n == "0" {
 		t.Errorf("main PID changed from %d to %d but NRestarts is 0", first, second)
 	}
 	t.Logf("restarted after kill -9: main PID %d -> %d (RestartSec %s)", first, second, restartSec)
 
 	// systemctl stop within the unit's budget, by SIGTERM alone.
-	budget := c.duration(t, "TimeoutStopUSec")
+	budget := c.duration(t, unit, "TimeoutStopUSec")
+	cgroup := c.show(t, unit, "ControlGroup")
 	start := time.Now()
-	c.run(t, "systemctl", "stop", bootUnit)
+	c.run(t, "systemctl", "stop", unit)
 	took := time.Since(start)
 	t.Logf("systemctl stop took %s (TimeoutStopSec %s)", took.Round(time.Millisecond), budget)
 	if took > budget {
 		t.Errorf("systemctl stop took %s, more than TimeoutStopSec %s", took, budget)
 	}
-	if s := c.show(t, "ActiveState"); s != "inactive" {
+	if s := c.show(t, unit, "ActiveState"); s != "inactive" {
 		t.Errorf("after stop the unit is %q, want inactive", s)
 	}
-	if r := c.show(t, "Result"); r != "success" {
+	if r := c.show(t, unit, "Result"); r != "success" {
 		t.Errorf("after stop the unit's result is %q, want success (a timeout means systemd had to SIGKILL it)", r)
 	}
-	if p := c.show(t, "MainPID"); p != "0" {
+	if p := c.show(t, unit, "MainPID"); p != "0" {
 		t.Errorf("after stop MainPID is %s, want 0", p)
 	}
 	if out, err := c.output("sh", "-c", fmt.Sprintf("test ! -e /proc/%d", second)); err != nil {
 		t.Errorf("process %d still exists after stop: %v %s", second, err, out)
 	}
-	if out, _ := c.output("systemctl", "show", "-p", "ControlGroup", "--value", bootUnit); strings.TrimSpace(out) != "" {
-		if procs, _ := c.output("sh", "-c", "cat /sys/fs/cgroup"+strings.TrimSpace(out)+"/cgroup.procs 2>/dev/null"); strings.TrimSpace(procs) != "" {
-			t.Errorf("processes left in the unit's cgroup after stop: %s", procs)
+	if cgroup != "" {
+		// systemd removes the unit's cgroup once it is empty; where it is
+		// depends on the hierarchy the container got (unified or hybrid).
+		var files []string
+		for _, h := range []string{"", "/unified", "/systemd"} {
+			files = append(files, "/sys/fs/cgroup"+h+cgroup+"/cgroup.procs")
+		}
+		if procs, _ := c.output("sh", "-c", "cat "+strings.Join(files, " ")+" 2>/dev/null"); strings.TrimSpace(procs) != "" {
+			t.Errorf("processes left in the unit's cgroup %s after stop: %s", cgroup, procs)
 		}
 	}
 	if resp, err := http.Get(readyz); err == nil {
 		resp.Body.Close()
 		t.Errorf("%s still answers (%d) after stop", readyz, resp.StatusCode)
 	}
+	c.run(t, "systemctl", "disable", unit)
 	if t.Failed() {
-		out, _ := c.output("journalctl", "--no-pager", "-u", bootUnit)
-		t.Logf("journal of %s:\n%s", bootUnit, out)
+		out, _ := c.output("journalctl", "--no-pager", "-u", unit)
+		t.Logf("journal of %s:\n%s", unit, out)
 	}
 }
 
@@ -271,10 +288,10 @@ func (c *container) run(t *testing.T, args ...string) {
 	}
 }
 
-// show is one property of the unit under test.
-func (c *container) show(t *testing.T, prop string) string {
+// show is one property of unit.
+func (c *container) show(t *testing.T, unit, prop string) string {
 	t.Helper()
-	out, err := c.output("systemctl", "show", "-p", prop, "--value", bootUnit)
+	out, err := c.output("systemctl", "show", "-p", prop, "--value", unit)
 	if err != nil {
 		t.Fatalf("systemctl show -p %s: %v\n%s", prop, err, out)
 	}
@@ -282,9 +299,9 @@ func (c *container) show(t *testing.T, prop string) string {
 }
 
 // duration is a time property of the unit ("45s", "5s", "1min 30s").
-func (c *container) duration(t *testing.T, prop string) time.Duration {
+func (c *container) duration(t *testing.T, unit, prop string) time.Duration {
 	t.Helper()
-	v := c.show(t, prop)
+	v := c.show(t, unit, prop)
 	d, err := time.ParseDuration(strings.NewReplacer("min", "m", " ", "").Replace(v))
 	if err != nil {
 		t.Fatalf("systemctl show -p %s = %q: %v", prop, v, err)
@@ -292,16 +309,16 @@ func (c *container) duration(t *testing.T, prop string) time.Duration {
 	return d
 }
 
-// waitReady polls until the unit is active with a main PID other than
+// waitReady polls until unit is active with a main PID other than
 // notPID and url answers 200; it returns that main PID.
-func (c *container) waitReady(t *testing.T, url string, notPID int, within time.Duration) int {
+func (c *container) waitReady(t *testing.T, unit, url string, notPID int, within time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last string
 	for {
-		state := c.show(t, "ActiveState")
-		pid, _ := strconv.Atoi(c.show(t, "MainPID"))
+		state := c.show(t, unit, "ActiveState")
+		pid, _ := strconv.Atoi(c.show(t, unit, "MainPID"))
 		if state == "active" && pid != 0 && pid != notPID {
 			resp, err := client.Get(url)
 			if err == nil {
@@ -319,8 +336,8 @@ func (c *container) waitReady(t *testing.T, url string, notPID int, within time.
 			last = fmt.Sprintf("unit %s, main PID %d", state, pid)
 		}
 		if time.Now().After(deadline) {
-			out, _ := c.output("journalctl", "--no-pager", "-u", bootUnit)
-			t.Fatalf("%s not ready within %s (last: %s); journal:\n%s", bootUnit, within, last, out)
+			out, _ := c.output("journalctl", "--no-pager", "-u", unit)
+			t.Fatalf("%s not ready within %s (last: %s); journal:\n%s", unit, within, last, out)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
