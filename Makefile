@@ -17,7 +17,8 @@ test-cluster: services
 
 ## test-deploy: the CloudFormation template (against CloudFormation's
 ## resource specification and the code), the systemd units
-## (systemd-analyze), the Prometheus rules (promtool) and the dashboard
+## (systemd-analyze, and booted under systemd in systemd-nspawn), the
+## Prometheus rules (promtool) and the dashboard
 test-deploy: services
 	$(GO) test -count=1 -v ./deploy/
 

@@ -84,6 +84,11 @@ need_command() {
 need_command rsvg-convert librsvg2-bin "skiload's chart test renders the SVG and checks it shows lines"
 need_command promtool prometheus "checks and unit-tests the Prometheus alert rules in deploy/prometheus (the package is not started)"
 need_command systemd-analyze systemd "rates the hardening of deploy/systemd's units"
+need_command systemd-nspawn systemd-container "boots deploy/systemd's API unit under a real systemd (deploy/systemd_boot_test.go)"
+need_command mmdebstrap mmdebstrap "builds the Debian root that test boots"
+# The root is cached (scripts/nspawn-root.sh); building it here makes a
+# missing mirror or permission fail before the tests start, by name.
+scripts/nspawn-root.sh >/dev/null || fail "the Debian root for the systemd boot test could not be built (scripts/nspawn-root.sh)"
 
 # Redis: the cache contract suite and the --cache redis end-to-end test.
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
