@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,21 +10,30 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 )
 
-// The template is checked against CloudFormation's resource specification,
-// the JSON AWS publishes and the CDK ships in the npm package
-// @aws-cdk/cfnspec (pinned in deploy/cfnspec/package-lock.json, installed by
-// scripts/services.sh). cfn-lint would do more, but it is Python and this
-// machine has no PyPI; this checks what the issue asks: every resource type
-// and property exists, required properties are present, values have the
-// specified shape, and every Ref, GetAtt, Sub variable, FindInMap, Condition
-// and DependsOn resolves.
-const specPath = "cfnspec/node_modules/@aws-cdk/cfnspec/spec/specification.json"
+// The template is checked against CloudFormation's resource specification
+// as the CDK ships it in the npm package @aws-cdk/aws-service-spec (pinned
+// in deploy/cfnspec/package-lock.json, installed by scripts/services.sh):
+// db.json.gz, built from the resource provider schemas of CloudFormation's
+// registry, which the CDK keeps current. cfn-lint would do more, but it is
+// Python and this machine has no PyPI; this checks what the issue asks:
+// every resource type and property exists, required properties are present,
+// values have the specified shape, and every Ref, GetAtt, Sub variable,
+// FindInMap, Condition and DependsOn resolves.
+const (
+	specDir  = "cfnspec/node_modules/@aws-cdk/aws-service-spec"
+	specPath = specDir + "/db.json.gz"
+)
 
+// cfnSpec is what the validator needs of the specification, in the shape of
+// CloudFormation's classic resource specification: resource types with their
+// properties and GetAtt attributes, and property types named
+// "AWS::Service::Resource.Type" (or "Tag", shared by all).
 type cfnSpec struct {
 	ResourceSpecificationVersion string
 	ResourceTypes                map[string]struct {
@@ -43,23 +53,203 @@ type propSpec struct {
 	Type              string // List, Map or a property type name
 	ItemType          string
 	PrimitiveItemType string
-	// Union types (newer specification versions): any of these.
+	// Union types: any of these. The validator checks only the references
+	// in a union's value, and so in a list of lists or a map of lists too,
+	// which are described here as a union of one.
 	PrimitiveTypes []string
 	Types          []string
 	ItemTypes      []string
 }
 
+// serviceSpecDB is the part of db.json.gz that holds resources: entities
+// linked by "$id". A resource's property types are typeDefinition entities,
+// named per resource, that the usesType relation links to the resource; a
+// property refers to one by its "$id".
+type serviceSpecDB struct {
+	Schema struct {
+		Resource struct {
+			Entities []struct {
+				ID                 string `json:"$id"`
+				CloudFormationType string `json:"cloudFormationType"`
+				Properties         map[string]serviceSpecProp
+				Attributes         map[string]json.RawMessage
+			}
+		}
+		TypeDefinition struct {
+			Entities []struct {
+				ID         string `json:"$id"`
+				Name       string
+				Properties map[string]serviceSpecProp
+			}
+		}
+		UsesType struct {
+			Forward map[string][]struct {
+				ID string `json:"$id"`
+			}
+		}
+	}
+}
+
+type serviceSpecProp struct {
+	Type     serviceSpecType
+	Required bool
+}
+
+// serviceSpecType is a property's type: "string", "integer", "number",
+// "boolean", "date-time", "json", "tag", "null", "ref" (a typeDefinition),
+// "array" and "map" (of element) or "union" (of types).
+type serviceSpecType struct {
+	Type      string
+	Reference struct {
+		Ref string `json:"$ref"`
+	}
+	Element *serviceSpecType
+	Types   []serviceSpecType
+}
+
+var servicePrimitives = map[string]string{
+	"string": "String", "integer": "Integer", "number": "Double",
+	"boolean": "Boolean", "date-time": "Timestamp", "json": "Json",
+}
+
 func loadSpec(t *testing.T) *cfnSpec {
 	t.Helper()
-	raw, err := os.ReadFile(specPath)
+	specOnce.Do(func() { loadedSpec, specErr = readServiceSpec() })
+	if specErr != nil {
+		t.Fatal(specErr)
+	}
+	return loadedSpec
+}
+
+var (
+	specOnce   sync.Once
+	loadedSpec *cfnSpec
+	specErr    error
+)
+
+func readServiceSpec() (*cfnSpec, error) {
+	f, err := os.Open(specPath)
 	if err != nil {
-		t.Fatalf("the CloudFormation resource specification is not installed (%v): run `npm ci --prefix deploy/cfnspec` (scripts/services.sh does it under make test)", err)
+		return nil, fmt.Errorf("the CloudFormation resource specification (npm @aws-cdk/aws-service-spec) is not installed (%v): run `npm ci --prefix deploy/cfnspec` (scripts/services.sh does it under make test)", err)
 	}
-	var s cfnSpec
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatalf("%s: %v", specPath, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", specPath, err)
 	}
-	return &s
+	var db serviceSpecDB
+	if err := json.NewDecoder(zr).Decode(&db); err != nil {
+		return nil, fmt.Errorf("%s: %v", specPath, err)
+	}
+	var pkg struct{ Version string }
+	if raw, err := os.ReadFile(specDir + "/package.json"); err == nil {
+		_ = json.Unmarshal(raw, &pkg)
+	}
+
+	// Each typeDefinition belongs to the one resource whose usesType lists
+	// it; it is named after that resource as in the classic specification.
+	resourceOf := map[string]string{}
+	for _, r := range db.Schema.Resource.Entities {
+		for _, d := range db.Schema.UsesType.Forward[r.ID] {
+			resourceOf[d.ID] = r.CloudFormationType
+		}
+	}
+	typeName := map[string]string{}
+	for _, d := range db.Schema.TypeDefinition.Entities {
+		typeName[d.ID] = d.Name
+	}
+	s := &cfnSpec{ResourceSpecificationVersion: "@aws-cdk/aws-service-spec " + pkg.Version}
+	s.ResourceTypes = make(map[string]struct {
+		Attributes map[string]json.RawMessage
+		Properties map[string]propSpec
+	})
+	s.PropertyTypes = make(map[string]struct {
+		Properties    map[string]propSpec
+		PrimitiveType string
+	})
+	props := func(in map[string]serviceSpecProp) map[string]propSpec {
+		out := make(map[string]propSpec, len(in))
+		for name, p := range in {
+			ps := servicePropSpec(p.Type, typeName)
+			ps.Required = p.Required
+			out[name] = ps
+		}
+		return out
+	}
+	for _, r := range db.Schema.Resource.Entities {
+		rt := s.ResourceTypes[r.CloudFormationType]
+		rt.Attributes = r.Attributes
+		rt.Properties = props(r.Properties)
+		s.ResourceTypes[r.CloudFormationType] = rt
+	}
+	for _, d := range db.Schema.TypeDefinition.Entities {
+		pt := s.PropertyTypes[resourceOf[d.ID]+"."+d.Name]
+		pt.Properties = props(d.Properties)
+		s.PropertyTypes[resourceOf[d.ID]+"."+d.Name] = pt
+	}
+	tag := s.PropertyTypes["Tag"]
+	tag.Properties = map[string]propSpec{
+		"Key":   {Required: true, PrimitiveType: "String"},
+		"Value": {Required: true, PrimitiveType: "String"},
+	}
+	s.PropertyTypes["Tag"] = tag
+	if len(s.ResourceTypes) == 0 {
+		return nil, fmt.Errorf("%s: no resource types", specPath)
+	}
+	return s, nil
+}
+
+// servicePropSpec describes a db.json.gz type as the classic specification
+// does; the property type names it uses resolve in the owning resource.
+func servicePropSpec(t serviceSpecType, typeName map[string]string) propSpec {
+	if p, ok := servicePrimitives[t.Type]; ok {
+		return propSpec{PrimitiveType: p}
+	}
+	switch t.Type {
+	case "ref":
+		return propSpec{Type: typeName[t.Reference.Ref]}
+	case "tag":
+		return propSpec{Type: "Tag"}
+	case "array", "map":
+		coll := map[string]string{"array": "List", "map": "Map"}[t.Type]
+		if t.Element == nil {
+			break
+		}
+		switch el := servicePropSpec(*t.Element, typeName); {
+		case el.PrimitiveType != "":
+			return propSpec{Type: coll, PrimitiveItemType: el.PrimitiveType}
+		case el.Type != "" && el.Type != "List" && el.Type != "Map":
+			return propSpec{Type: coll, ItemType: el.Type}
+		}
+	case "union":
+		var u propSpec
+		for _, alt := range t.Types {
+			u.Types = append(u.Types, serviceTypeString(alt, typeName))
+		}
+		return u
+	}
+	return propSpec{Types: []string{serviceTypeString(t, typeName)}}
+}
+
+// serviceTypeString names a type, e.g. List<List<String>>.
+func serviceTypeString(t serviceSpecType, typeName map[string]string) string {
+	switch {
+	case servicePrimitives[t.Type] != "":
+		return servicePrimitives[t.Type]
+	case t.Type == "ref":
+		return typeName[t.Reference.Ref]
+	case t.Type == "tag":
+		return "Tag"
+	case (t.Type == "array" || t.Type == "map") && t.Element != nil:
+		return map[string]string{"array": "List", "map": "Map"}[t.Type] + "<" + serviceTypeString(*t.Element, typeName) + ">"
+	case t.Type == "union":
+		var alts []string
+		for _, alt := range t.Types {
+			alts = append(alts, serviceTypeString(alt, typeName))
+		}
+		return strings.Join(alts, "|")
+	}
+	return t.Type
 }
 
 var pseudoParameters = []string{
@@ -515,8 +705,17 @@ Resources:
     Type: AWS::DynamoDB::Table
     Properties:
       KeySchema:
-        - { AttributeName: id }
+        - { AttributeName: id, KeyType: HASH }
       BillingMode: !FindInMap [M, !Ref Name, X]
+      GlobalSecondaryIndexes:
+        - IndexName: byName
+          KeySchema:
+            - { AttributeName: name }
+          Projection: { ProjectionType: ALL }
+          WarmThroughput: { ReadUnitsPerSecond: many }
+      WarmThroughput: { WriteUnitsPerSecnd: 4000 }
+      Tags:
+        - { Key: team }
   Alarm:
     Type: AWS::CloudWatch::Alarm
     Properties:
@@ -544,7 +743,10 @@ Resources:
 		`AWS::SQS::Queue has no property DelaySecondz`,
 		`MessageRetentionPeriod: lots (string) is not a Integer`,
 		`FifoQueue: condition IsB is not defined`,
-		`KeySchema[0]: required property KeyType missing`,
+		`GlobalSecondaryIndexes[0].KeySchema[0]: required property KeyType missing`,
+		`GlobalSecondaryIndexes[0].WarmThroughput.ReadUnitsPerSecond: many (string) is not a Integer`,
+		`AWS::DynamoDB::Table.WarmThroughput has no property WriteUnitsPerSecnd`,
+		`Tags[0]: required property Value missing`,
 		`Fn::FindInMap: mapping M has no key c`,
 		`Fn::FindInMap: mapping M.a has no X`,
 		`GetAtt Queue.Nothing`,

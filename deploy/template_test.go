@@ -1417,3 +1417,75 @@ func TestTemplateCanNameTheAPIAndCertifyIt(t *testing.T) {
 		t.Errorf("no rule requiring a certificate or a domain: %s", rules)
 	}
 }
+
+// TestTemplateWarmsTheTablesOfTheModelInUse: every table and index carries
+// WarmThroughput from the WarmReadUnitsPerSecond and WarmWriteUnitsPerSecond
+// parameters, present only when its model is in use and a parameter is not
+// 0 (each raise is billed; 0 leaves AWS's values of a new table), each
+// unit left to AWS when its parameter is 0. The defaults are 0 or above
+// what a new on-demand table takes anyway, so a default never asks for
+// a raise that does nothing.
+func TestTemplateWarmsTheTablesOfTheModelInUse(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	for name, newTable := range map[string]float64{"WarmWriteUnitsPerSecond": 4000, "WarmReadUnitsPerSecond": 12000} {
+		p, _ := params[name].(map[string]any)
+		var def float64
+		if _, err := fmt.Sscan(str(p["Default"]), &def); p == nil || p["Type"] != "Number" || err != nil {
+			t.Errorf("parameter %s: %v; want a Number with a default", name, p)
+			continue
+		}
+		if def != 0 && def <= newTable {
+			t.Errorf("parameter %s defaults to %v: a new on-demand table already takes %v; want 0 or more than %v", name, def, newTable, newTable)
+		}
+	}
+	conditions, _ := tpl["Conditions"].(map[string]any)
+	wantCond := map[string]string{
+		"WarmWrites":         "map[Fn::Not:[map[Fn::Equals:[map[Ref:WarmWriteUnitsPerSecond] 0]]]]",
+		"WarmReads":          "map[Fn::Not:[map[Fn::Equals:[map[Ref:WarmReadUnitsPerSecond] 0]]]]",
+		"WantWarmThroughput": "map[Fn::Or:[map[Condition:WarmWrites] map[Condition:WarmReads]]]",
+	}
+	modelOf := map[string]string{}
+	for _, model := range deployedModels(t, tpl) {
+		cond := "Warm" + strings.TrimPrefix(modelCondition(model), "Store")
+		wantCond[cond] = fmt.Sprintf("map[Fn::And:[map[Condition:%s] map[Condition:WantWarmThroughput]]]", modelCondition(model))
+		modelOf["${TablePrefix}"+modelTablePrefix(t, tpl, model)] = cond
+	}
+	for name, want := range wantCond {
+		if got := fmt.Sprint(conditions[name]); got != want {
+			t.Errorf("condition %s is %s; want %s", name, got, want)
+		}
+	}
+	check := func(what, cond string, warm any) {
+		t.Helper()
+		want := "map[Fn::If:[" + cond + " map[" +
+			"ReadUnitsPerSecond:map[Fn::If:[WarmReads map[Ref:WarmReadUnitsPerSecond] map[Ref:AWS::NoValue]]] " +
+			"WriteUnitsPerSecond:map[Fn::If:[WarmWrites map[Ref:WarmWriteUnitsPerSecond] map[Ref:AWS::NoValue]]]" +
+			"] map[Ref:AWS::NoValue]]]"
+		if got := fmt.Sprint(warm); got != want {
+			t.Errorf("%s: WarmThroughput is %s; want %s", what, got, want)
+		}
+	}
+	tables := resources(t, tpl, "AWS::DynamoDB::Table")
+	if len(tables) == 0 {
+		t.Fatal("no AWS::DynamoDB::Table in the template")
+	}
+	for res, p := range tables {
+		name, _ := p["TableName"].(map[string]any)["Fn::Sub"].(string)
+		cond := ""
+		for prefix, c := range modelOf {
+			if strings.HasPrefix(name, prefix) {
+				cond = c
+			}
+		}
+		if cond == "" {
+			t.Errorf("table %s (%s) belongs to no model of the Store parameter", res, name)
+			continue
+		}
+		check("table "+res, cond, p["WarmThroughput"])
+		for _, g := range list(p["GlobalSecondaryIndexes"]) {
+			gsi := g.(map[string]any)
+			check("table "+res+" index "+str(gsi["IndexName"]), cond, gsi["WarmThroughput"])
+		}
+	}
+}

@@ -56,9 +56,10 @@ if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
 fi
 
-# CloudFormation's resource specification (npm @aws-cdk/cfnspec, pinned in
-# deploy/cfnspec): deploy/cfnspec_test.go checks the template against it.
-if [ ! -f deploy/cfnspec/node_modules/@aws-cdk/cfnspec/spec/specification.json ]; then
+# CloudFormation's resource specification (npm @aws-cdk/aws-service-spec,
+# pinned in deploy/cfnspec): deploy/cfnspec_test.go checks the template
+# against its db.json.gz.
+if [ ! -f deploy/cfnspec/node_modules/@aws-cdk/aws-service-spec/db.json.gz ]; then
   echo "services: installing the CloudFormation specification (npm ci --prefix deploy/cfnspec)"
   npm ci --prefix deploy/cfnspec --no-audit --no-fund >/dev/null || fail "npm ci --prefix deploy/cfnspec failed"
 fi
