@@ -1417,3 +1417,48 @@ func TestTemplateCanNameTheAPIAndCertifyIt(t *testing.T) {
 		t.Errorf("no rule requiring a certificate or a domain: %s", rules)
 	}
 }
+
+// TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten: the instances
+// never fetch the broker password at boot or write it to their
+// environment file; the file names the secret, whose value skiapi reads
+// itself (--amqp-password-secret), and each instance role may read that
+// one secret and no other.
+func TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten(t *testing.T) {
+	tpl := loadTemplate(t)
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for _, name := range []string{"ApiLaunchTemplate", "ConsumerLaunchTemplate"} {
+		ud, _ := userData(lts[name])
+		for _, banned := range []string{"get-secret-value", "$PASS", "${PASS}", "skidata:$"} {
+			if strings.Contains(ud, banned) {
+				t.Errorf("%s user-data holds %q: the password is fetched at boot or written to disk", name, banned)
+			}
+		}
+		for _, want := range []string{"SKI_AMQP_PASSWORD_SECRET=${BrokerSecret}\n", "AMQP_URL=amqps://skidata@"} {
+			if !strings.Contains(ud, want) {
+				t.Errorf("%s user-data lacks %q", name, want)
+			}
+		}
+	}
+	roles := resources(t, tpl, "AWS::IAM::Role")
+	for _, role := range []string{"ApiRole", "ConsumerRole"} {
+		var reads []any
+		for _, st := range statements(roles[role]) {
+			for _, a := range anyList(st["Action"]) {
+				if strings.HasPrefix(strings.ToLower(str(a)), "secretsmanager:") {
+					if str(a) != "secretsmanager:GetSecretValue" {
+						t.Errorf("%s allows %s; skiapi calls GetSecretValue only", role, str(a))
+					}
+					reads = append(reads, anyList(st["Resource"])...)
+				}
+			}
+		}
+		if fmt.Sprint(reads) != fmt.Sprint([]any{map[string]any{"Ref": "BrokerSecret"}}) {
+			t.Errorf("%s may read secrets %v; want exactly the broker's (!Ref BrokerSecret)", role, reads)
+		}
+		for _, arn := range list(roles[role]["ManagedPolicyArns"]) {
+			if strings.Contains(strings.ToLower(fmt.Sprint(arn)), "secretsmanager") {
+				t.Errorf("%s: managed policy %v grants Secrets Manager beyond the broker's secret", role, arn)
+			}
+		}
+	}
+}
