@@ -2,9 +2,11 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
@@ -1360,7 +1362,7 @@ func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 		sub := str(ep["ServiceName"])
 		services[strings.TrimRight(sub[strings.LastIndex(sub, ".")+1:], "]")] = true
 	}
-	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages"} {
+	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages", "logs", "monitoring"} {
 		if !services[s] {
 			t.Errorf("no interface endpoint for %s", s)
 		}
@@ -1459,6 +1461,164 @@ func TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten(t *testing.T) {
 			if strings.Contains(strings.ToLower(fmt.Sprint(arn)), "secretsmanager") {
 				t.Errorf("%s: managed policy %v grants Secrets Manager beyond the broker's secret", role, arn)
 			}
+		}
+	}
+}
+
+// cfnSubbed is a !Sub string as CloudFormation renders it: ${!x} becomes
+// ${x}, and each ${Name} a placeholder (or the given value).
+func cfnSubbed(s string, values map[string]string) string {
+	return regexp.MustCompile(`\$\{(!?)([A-Za-z0-9:.]+)\}`).ReplaceAllStringFunc(s, func(m string) string {
+		name := strings.TrimSuffix(strings.TrimPrefix(m, "${"), "}")
+		if literal, ok := strings.CutPrefix(name, "!"); ok {
+			return "${" + literal + "}"
+		}
+		if v, ok := values[name]; ok {
+			return v
+		}
+		return "cfn-" + strings.NewReplacer(":", "-", ".", "-").Replace(name)
+	})
+}
+
+// heredoc is the body of the here-document `<<TAG` (or `<<'TAG'`) of a
+// script.
+func heredoc(t *testing.T, script, tag string) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?ms)<<'?` + tag + `'?\n(.*?)^` + tag + `$`)
+	m := re.FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("no here-document %s", tag)
+	}
+	return m[1]
+}
+
+// TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics: every instance
+// installs the CloudWatch agent and gives it the service's journal as a
+// file (journald is not a file the agent reads), rotated; the agent's
+// configuration is valid JSON shipping that file to the stack's log group,
+// kept LogRetentionDays, and mem_used_percent and disk_used_percent of the
+// root disk; the user-data is valid bash.
+func TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics(t *testing.T) {
+	tpl := loadTemplate(t)
+	groups := resources(t, tpl, "AWS::Logs::LogGroup")
+	lg, ok := groups["LogGroup"]
+	if !ok {
+		t.Fatal("no log group LogGroup")
+	}
+	if fmt.Sprint(lg["RetentionInDays"]) != fmt.Sprint(map[string]any{"Ref": "LogRetentionDays"}) {
+		t.Errorf("LogGroup keeps logs %v; want !Ref LogRetentionDays", lg["RetentionInDays"])
+	}
+	params, _ := tpl["Parameters"].(map[string]any)
+	if p, _ := params["LogRetentionDays"].(map[string]any); p == nil || p["Default"] == nil || !slices.Contains(anyList(p["AllowedValues"]), p["Default"]) {
+		t.Errorf("parameter LogRetentionDays is %v; want a default among its AllowedValues", p)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal("bash is needed to check the user-data's syntax")
+	}
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for name, role := range map[string]string{"ApiLaunchTemplate": "api", "ConsumerLaunchTemplate": "consumer"} {
+		ud, _ := userData(lts[name])
+		script := cfnSubbed(ud, map[string]string{"LogGroup": "/skidata/stack"})
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s user-data is not valid bash: %v: %s", name, err, out)
+		}
+		for _, want := range []string{"dnf install -y amazon-cloudwatch-agent",
+			"amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s",
+			"systemctl enable --now skidata-journal-export.service\n"} {
+			if !strings.Contains(script, want) {
+				t.Errorf("%s user-data lacks %q", name, want)
+			}
+		}
+		unit := strings.ReplaceAll(heredoc(t, script, "UNIT"), "$ROLE", role)
+		for _, want := range []string{"ExecStart=/usr/bin/journalctl --follow --output=cat --unit=skiapi-" + role + ".service ",
+			"StandardOutput=append:/var/log/skidata/skiapi.log\n", "Restart=always\n"} {
+			if !strings.Contains(unit, want) {
+				t.Errorf("%s: the journal export unit lacks %q:\n%s", name, want, unit)
+			}
+		}
+		if rot := heredoc(t, script, "ROTATE"); !strings.Contains(rot, "/var/log/skidata/skiapi.log {") || !strings.Contains(rot, "copytruncate") {
+			t.Errorf("%s: the log file is not rotated in place (copytruncate, as the export keeps it open):\n%s", name, rot)
+		}
+		// The here-document is unquoted: the shell expands $ROLE and \$.
+		agentJSON := strings.NewReplacer("$ROLE", role, `\$`, "$").Replace(heredoc(t, script, "AGENT"))
+		var agent struct {
+			Logs struct {
+				LogsCollected struct {
+					Files struct {
+						CollectList []struct {
+							FilePath      string `json:"file_path"`
+							LogGroupName  string `json:"log_group_name"`
+							LogStreamName string `json:"log_stream_name"`
+						} `json:"collect_list"`
+					} `json:"files"`
+				} `json:"logs_collected"`
+			} `json:"logs"`
+			Metrics struct {
+				Namespace        string            `json:"namespace"`
+				AppendDimensions map[string]string `json:"append_dimensions"`
+				MetricsCollected struct {
+					Mem  struct{ Measurement []string } `json:"mem"`
+					Disk struct {
+						Measurement []string
+						Resources   []string
+					} `json:"disk"`
+				} `json:"metrics_collected"`
+			} `json:"metrics"`
+		}
+		if err := json.Unmarshal([]byte(agentJSON), &agent); err != nil {
+			t.Errorf("%s: the agent's configuration is not JSON: %v\n%s", name, err, agentJSON)
+			continue
+		}
+		files := agent.Logs.LogsCollected.Files.CollectList
+		if len(files) != 1 || files[0].FilePath != "/var/log/skidata/skiapi.log" || files[0].LogGroupName != "/skidata/stack" || !strings.Contains(files[0].LogStreamName, role) {
+			t.Errorf("%s: the agent ships %+v; want /var/log/skidata/skiapi.log to ${LogGroup}, a stream per instance and role", name, files)
+		}
+		m := agent.Metrics
+		if m.Namespace != "skidata" || !slices.Equal(m.MetricsCollected.Mem.Measurement, []string{"mem_used_percent"}) ||
+			!slices.Equal(m.MetricsCollected.Disk.Measurement, []string{"used_percent"}) || !slices.Equal(m.MetricsCollected.Disk.Resources, []string{"/"}) {
+			t.Errorf("%s: agent metrics %+v; want mem_used_percent and disk used_percent of / in namespace skidata", name, m)
+		}
+		if m.AppendDimensions["AutoScalingGroupName"] != "${aws:AutoScalingGroupName}" {
+			t.Errorf("%s: AutoScalingGroupName dimension %q; want the agent's ${aws:AutoScalingGroupName}", name, m.AppendDimensions["AutoScalingGroupName"])
+		}
+	}
+}
+
+// TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics: each
+// instance role lets the agent write log streams of the stack's log group
+// only, and metrics in its namespace only; no broad managed policy.
+func TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics(t *testing.T) {
+	roles := resources(t, loadTemplate(t), "AWS::IAM::Role")
+	for _, role := range []string{"ApiRole", "ConsumerRole"} {
+		for _, arn := range list(roles[role]["ManagedPolicyArns"]) {
+			if strings.Contains(fmt.Sprint(arn), "CloudWatch") {
+				t.Errorf("%s: managed policy %v; want statements scoped to the stack's log group and namespace", role, arn)
+			}
+		}
+		var putLogs, putMetrics bool
+		for _, st := range statements(roles[role]) {
+			for _, a := range anyList(st["Action"]) {
+				action := str(a)
+				switch {
+				case strings.HasPrefix(action, "logs:"):
+					if fmt.Sprint(st["Resource"]) != fmt.Sprint(map[string]any{"Fn::GetAtt": []any{"LogGroup", "Arn"}}) {
+						t.Errorf("%s allows %s on %v; want the stack's log group only (!GetAtt LogGroup.Arn)", role, action, st["Resource"])
+					}
+					putLogs = putLogs || action == "logs:PutLogEvents"
+				case strings.HasPrefix(action, "cloudwatch:"):
+					cond := fmt.Sprint(st["Condition"])
+					if action != "cloudwatch:PutMetricData" || !strings.Contains(cond, "cloudwatch:namespace:skidata") {
+						t.Errorf("%s allows %s with condition %v; want PutMetricData in namespace skidata only", role, action, cond)
+					}
+					putMetrics = true
+				}
+			}
+		}
+		if !putLogs || !putMetrics {
+			t.Errorf("%s: logs:PutLogEvents allowed %v, cloudwatch:PutMetricData allowed %v; the agent needs both", role, putLogs, putMetrics)
 		}
 	}
 }
