@@ -628,7 +628,6 @@ func TestTemplateIAMAllowsEachRoleExactlyTheDynamoDBActionsItCalls(t *testing.T)
 	if ops := called[unattributed]; len(ops) > 0 {
 		t.Errorf("DynamoDB calls %v came from no known role: mark the new store method in roleRides/roleResorts", ops)
 	}
-	tables := resources(t, tpl, "AWS::DynamoDB::Table")
 	roles := resources(t, tpl, "AWS::IAM::Role")
 
 	granted := map[string][]string{} // IAM role resource -> DynamoDB actions
@@ -659,7 +658,6 @@ func TestTemplateIAMAllowsEachRoleExactlyTheDynamoDBActionsItCalls(t *testing.T)
 				continue
 			}
 			granted[roleName] = append(granted[roleName], dynamoActions...)
-			checkTableResources(t, roleName, st, tables)
 		}
 	}
 	for roleName := range granted {
@@ -716,9 +714,65 @@ func TestTemplateEachInstanceRoleHasItsOwnIAMRole(t *testing.T) {
 	}
 }
 
-// checkTableResources: a DynamoDB statement names only the stack's tables
+// storeConditions are the template's Store<Model> conditions when Store
+// names model.
+func storeConditions(t *testing.T, tpl map[string]any, model string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range deployedModels(t, tpl) {
+		out[modelCondition(m)] = m == model
+	}
+	return out
+}
+
+// resolveIf evaluates every Fn::If in v under the given conditions, as
+// CloudFormation does at deploy time; an unknown condition is left as it is.
+func resolveIf(v any, conds map[string]bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if args := list(x["Fn::If"]); len(x) == 1 && len(args) == 3 {
+			if holds, ok := conds[str(args[0])]; ok {
+				if holds {
+					return resolveIf(args[1], conds)
+				}
+				return resolveIf(args[2], conds)
+			}
+		}
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = resolveIf(e, conds)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = resolveIf(e, conds)
+		}
+		return out
+	}
+	return v
+}
+
+// modelTables are the table resources of one model: those whose TableName
+// starts with ${TablePrefix} and the model's prefix.
+func modelTables(t *testing.T, tpl map[string]any, tables map[string]map[string]any, model string) map[string]map[string]any {
+	t.Helper()
+	prefix := "${TablePrefix}" + modelTablePrefix(t, tpl, model)
+	out := map[string]map[string]any{}
+	for res, p := range tables {
+		name, _ := p["TableName"].(map[string]any)["Fn::Sub"].(string)
+		if strings.HasPrefix(name, prefix) {
+			out[res] = p
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no table of model %s (TableName %s...)", model, prefix)
+	}
+	return out
+}
+
+// checkTableResources: a DynamoDB statement names only the tables given
 // (!GetAtt T.Arn) and their indexes (!Sub "${T.Arn}/index/*"), and every
-// table.
+// one of them.
 func checkTableResources(t *testing.T, role string, st map[string]any, tables map[string]map[string]any) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -738,7 +792,7 @@ func checkTableResources(t *testing.T, role string, st map[string]any, tables ma
 				continue
 			}
 		}
-		t.Errorf("role %s, statement %v: resource %v is not one of the stack's tables or their indexes", role, st["Sid"], r)
+		t.Errorf("role %s, statement %v: resource %v is not one of the model's tables or their indexes", role, st["Sid"], r)
 	}
 	for name := range tables {
 		if !seen[name] {
@@ -1620,5 +1674,35 @@ func TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics(t *testing.T) {
 		if !putLogs || !putMetrics {
 			t.Errorf("%s: logs:PutLogEvents allowed %v, cloudwatch:PutMetricData allowed %v; the agent needs both", role, putLogs, putMetrics)
 		}
+	}
+}
+
+// TestTemplateIAMNamesOnlyTheTablesOfTheActiveModel: with each value of
+// Store, every DynamoDB statement of each role resolves to that model's
+// tables (and their indexes) and none of another model's: the API cannot
+// scan, nor the consumer write, tables the running model never uses.
+func TestTemplateIAMNamesOnlyTheTablesOfTheActiveModel(t *testing.T) {
+	tpl := loadTemplate(t)
+	tables := resources(t, tpl, "AWS::DynamoDB::Table")
+	roles := resources(t, tpl, "AWS::IAM::Role")
+	for _, model := range deployedModels(t, tpl) {
+		t.Run(model, func(t *testing.T) {
+			want := modelTables(t, tpl, tables, model)
+			for _, roleName := range []string{iamRoleOf[roleAPI], iamRoleOf[roleConsumer]} {
+				n := 0
+				for _, st := range statements(roles[roleName]) {
+					if !strings.HasPrefix(strings.ToLower(fmt.Sprint(st["Action"])), "[dynamodb:") && !strings.HasPrefix(strings.ToLower(fmt.Sprint(st["Action"])), "dynamodb:") {
+						continue
+					}
+					n++
+					resolved := maps.Clone(st)
+					resolved["Resource"] = resolveIf(st["Resource"], storeConditions(t, tpl, model))
+					checkTableResources(t, roleName+" with Store dynamo-"+model, resolved, want)
+				}
+				if n == 0 {
+					t.Errorf("%s has no DynamoDB statement", roleName)
+				}
+			}
+		})
 	}
 }
