@@ -1706,3 +1706,34 @@ func TestTemplateIAMNamesOnlyTheTablesOfTheActiveModel(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateBrokerDefaultsToTheVersionAndTypeAmazonMQRecommends: the
+// broker defaults to RabbitMQ 4.2 on mq.m7g.large, what the Amazon MQ
+// Developer Guide recommends (docs/operations.md cites the pages); 3.13
+// stays allowed for existing stacks, and a rule refuses 4.2 on the host
+// types that cannot run it.
+func TestTemplateBrokerDefaultsToTheVersionAndTypeAmazonMQRecommends(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	ev, _ := params["BrokerEngineVersion"].(map[string]any)
+	if ev["Default"] != "4.2" || !slices.Equal(anyList(ev["AllowedValues"]), []any{"4.2", "3.13"}) {
+		t.Errorf("BrokerEngineVersion default %v, allowed %v; want 4.2, of [4.2 3.13]", ev["Default"], ev["AllowedValues"])
+	}
+	it, _ := params["BrokerInstanceType"].(map[string]any)
+	if it["Default"] != "mq.m7g.large" {
+		t.Errorf("BrokerInstanceType defaults to %v; want mq.m7g.large", it["Default"])
+	}
+	pattern := regexp.MustCompile("^(?:" + str(it["AllowedPattern"]) + ")$")
+	for typ, ok := range map[string]bool{"mq.m7g.large": true, "mq.m7g.4xlarge": true, "mq.m5.large": true, "mq.t3.micro": true, "m7g.large": false, "mq.m4.large": false} {
+		if pattern.MatchString(typ) != ok {
+			t.Errorf("BrokerInstanceType pattern %q: %s allowed %v; want %v", pattern, typ, !ok, ok)
+		}
+	}
+	rules, _ := tpl["Rules"].(map[string]any)
+	rule := fmt.Sprint(rules["RabbitMQ4NeedsM7g"])
+	for _, want := range []string{"BrokerEngineVersion", "3.13", "mq.m5.large", "mq.t3.micro"} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("rule RabbitMQ4NeedsM7g lacks %q: %s", want, rule)
+		}
+	}
+}
