@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,43 +16,6 @@ import (
 	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/queuetest"
 )
-
-// rabbitmqctl runs rabbitmqctl on the test broker, failing the test with
-// its output.
-func rabbitmqctl(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("rabbitmqctl", append([]string{"-q"}, args...)...).CombinedOutput(); err != nil {
-		t.Fatalf("rabbitmqctl %s (run as root on the broker's machine): %v: %s", args[0], err, out)
-	}
-}
-
-// testUser creates a broker user with every permission on the test URL's
-// vhost, and deletes it (closing its connections) when the test ends. It
-// returns the test URL with the user and no password.
-func testUser(t *testing.T, password string) (user, rawURL string) {
-	t.Helper()
-	u, err := url.Parse(amqptest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := u.Hostname(); h != "127.0.0.1" && h != "localhost" {
-		t.Skipf("the broker at %s is not this machine's: rabbitmqctl cannot manage its users", h)
-	}
-	vhost := strings.TrimPrefix(u.Path, "/")
-	if vhost == "" {
-		vhost = "/"
-	}
-	user = fmt.Sprintf("skitest-rotation-%d", time.Now().UnixNano())
-	rabbitmqctl(t, "add_user", user, password)
-	t.Cleanup(func() {
-		if out, err := exec.Command("rabbitmqctl", "-q", "delete_user", user).CombinedOutput(); err != nil {
-			t.Errorf("rabbitmqctl delete_user %s: %v: %s", user, err, out)
-		}
-	})
-	rabbitmqctl(t, "set_permissions", "-p", vhost, user, ".*", ".*", ".*")
-	u.User = url.User(user)
-	return user, u.String()
-}
 
 // rotatingSecret stands for the secret store: it holds the password the
 // broker user has now, and counts the reads.
@@ -76,7 +36,7 @@ func (s *rotatingSecret) credentials(context.Context) (string, string, error) {
 // no log line.
 func TestPasswordRotatedAtTheBrokerIsReadAgainOnReconnect(t *testing.T) {
 	const oldPassword, newPassword = "old-Pa55word-f1d2", "new-Pa55word-9c8b"
-	user, rawURL := testUser(t, oldPassword)
+	user, rawURL := amqptest.User(t, oldPassword)
 	secret := &rotatingSecret{}
 	secret.password.Store(oldPassword)
 	var logs syncBuffer
@@ -117,9 +77,9 @@ func TestPasswordRotatedAtTheBrokerIsReadAgainOnReconnect(t *testing.T) {
 	}
 	readsBefore := secret.reads.Load()
 
-	rabbitmqctl(t, "change_password", user, newPassword)
+	amqptest.Ctl(t, "change_password", user, newPassword)
 	secret.password.Store(newPassword)
-	rabbitmqctl(t, "close_all_user_connections", user, "skidata rotation test")
+	amqptest.Ctl(t, "close_all_user_connections", user, "skidata rotation test")
 
 	for _, r := range rides[200:] {
 		publish(r)
