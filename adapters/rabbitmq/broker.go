@@ -167,6 +167,8 @@ func (b *Broker) credentials(ctx context.Context, stale *amqp.PlainAuth) (*amqp.
 	if b.cred != nil && b.cred != stale {
 		return b.cred, nil // read already, or read again by the other connection
 	}
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
 	user, password, err := b.cfg.Credentials(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: rabbitmq: read the broker credentials: %w", domain.ErrUnavailable, err)
@@ -181,6 +183,11 @@ func (b *Broker) credentials(ctx context.Context, stale *amqp.PlainAuth) (*amqp.
 	b.cred = &amqp.PlainAuth{Username: user, Password: password}
 	return b.cred, nil
 }
+
+// credentialsTimeout bounds one read of Config.Credentials: a secret
+// store that does not answer fails the dial, which the reconnect loop
+// retries, instead of holding every connection's dial.
+const credentialsTimeout = 10 * time.Second
 
 // loginRefused says whether err is the broker refusing a user name or
 // password.
