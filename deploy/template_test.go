@@ -2,9 +2,11 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
@@ -626,7 +628,6 @@ func TestTemplateIAMAllowsEachRoleExactlyTheDynamoDBActionsItCalls(t *testing.T)
 	if ops := called[unattributed]; len(ops) > 0 {
 		t.Errorf("DynamoDB calls %v came from no known role: mark the new store method in roleRides/roleResorts", ops)
 	}
-	tables := resources(t, tpl, "AWS::DynamoDB::Table")
 	roles := resources(t, tpl, "AWS::IAM::Role")
 
 	granted := map[string][]string{} // IAM role resource -> DynamoDB actions
@@ -657,7 +658,6 @@ func TestTemplateIAMAllowsEachRoleExactlyTheDynamoDBActionsItCalls(t *testing.T)
 				continue
 			}
 			granted[roleName] = append(granted[roleName], dynamoActions...)
-			checkTableResources(t, roleName, st, tables)
 		}
 	}
 	for roleName := range granted {
@@ -714,9 +714,65 @@ func TestTemplateEachInstanceRoleHasItsOwnIAMRole(t *testing.T) {
 	}
 }
 
-// checkTableResources: a DynamoDB statement names only the stack's tables
+// storeConditions are the template's Store<Model> conditions when Store
+// names model.
+func storeConditions(t *testing.T, tpl map[string]any, model string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range deployedModels(t, tpl) {
+		out[modelCondition(m)] = m == model
+	}
+	return out
+}
+
+// resolveIf evaluates every Fn::If in v under the given conditions, as
+// CloudFormation does at deploy time; an unknown condition is left as it is.
+func resolveIf(v any, conds map[string]bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if args := list(x["Fn::If"]); len(x) == 1 && len(args) == 3 {
+			if holds, ok := conds[str(args[0])]; ok {
+				if holds {
+					return resolveIf(args[1], conds)
+				}
+				return resolveIf(args[2], conds)
+			}
+		}
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = resolveIf(e, conds)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = resolveIf(e, conds)
+		}
+		return out
+	}
+	return v
+}
+
+// modelTables are the table resources of one model: those whose TableName
+// starts with ${TablePrefix} and the model's prefix.
+func modelTables(t *testing.T, tpl map[string]any, tables map[string]map[string]any, model string) map[string]map[string]any {
+	t.Helper()
+	prefix := "${TablePrefix}" + modelTablePrefix(t, tpl, model)
+	out := map[string]map[string]any{}
+	for res, p := range tables {
+		name, _ := p["TableName"].(map[string]any)["Fn::Sub"].(string)
+		if strings.HasPrefix(name, prefix) {
+			out[res] = p
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no table of model %s (TableName %s...)", model, prefix)
+	}
+	return out
+}
+
+// checkTableResources: a DynamoDB statement names only the tables given
 // (!GetAtt T.Arn) and their indexes (!Sub "${T.Arn}/index/*"), and every
-// table.
+// one of them.
 func checkTableResources(t *testing.T, role string, st map[string]any, tables map[string]map[string]any) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -736,7 +792,7 @@ func checkTableResources(t *testing.T, role string, st map[string]any, tables ma
 				continue
 			}
 		}
-		t.Errorf("role %s, statement %v: resource %v is not one of the stack's tables or their indexes", role, st["Sid"], r)
+		t.Errorf("role %s, statement %v: resource %v is not one of the model's tables or their indexes", role, st["Sid"], r)
 	}
 	for name := range tables {
 		if !seen[name] {
@@ -1360,7 +1416,7 @@ func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 		sub := str(ep["ServiceName"])
 		services[strings.TrimRight(sub[strings.LastIndex(sub, ".")+1:], "]")] = true
 	}
-	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages"} {
+	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages", "logs", "monitoring"} {
 		if !services[s] {
 			t.Errorf("no interface endpoint for %s", s)
 		}
@@ -1486,6 +1542,270 @@ func TestTemplateWarmsTheTablesOfTheModelInUse(t *testing.T) {
 		for _, g := range list(p["GlobalSecondaryIndexes"]) {
 			gsi := g.(map[string]any)
 			check("table "+res+" index "+str(gsi["IndexName"]), cond, gsi["WarmThroughput"])
+		}
+	}
+}
+
+// TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten: the instances
+// never fetch the broker password at boot or write it to their
+// environment file; the file names the secret, whose value skiapi reads
+// itself (--amqp-password-secret), and each instance role may read that
+// one secret and no other.
+func TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten(t *testing.T) {
+	tpl := loadTemplate(t)
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for _, name := range []string{"ApiLaunchTemplate", "ConsumerLaunchTemplate"} {
+		ud, _ := userData(lts[name])
+		for _, banned := range []string{"get-secret-value", "$PASS", "${PASS}", "skidata:$"} {
+			if strings.Contains(ud, banned) {
+				t.Errorf("%s user-data holds %q: the password is fetched at boot or written to disk", name, banned)
+			}
+		}
+		for _, want := range []string{"SKI_AMQP_PASSWORD_SECRET=${BrokerSecret}\n", "AMQP_URL=amqps://skidata@"} {
+			if !strings.Contains(ud, want) {
+				t.Errorf("%s user-data lacks %q", name, want)
+			}
+		}
+	}
+	roles := resources(t, tpl, "AWS::IAM::Role")
+	for _, role := range []string{"ApiRole", "ConsumerRole"} {
+		var reads []any
+		for _, st := range statements(roles[role]) {
+			for _, a := range anyList(st["Action"]) {
+				if strings.HasPrefix(strings.ToLower(str(a)), "secretsmanager:") {
+					if str(a) != "secretsmanager:GetSecretValue" {
+						t.Errorf("%s allows %s; skiapi calls GetSecretValue only", role, str(a))
+					}
+					reads = append(reads, anyList(st["Resource"])...)
+				}
+			}
+		}
+		if fmt.Sprint(reads) != fmt.Sprint([]any{map[string]any{"Ref": "BrokerSecret"}}) {
+			t.Errorf("%s may read secrets %v; want exactly the broker's (!Ref BrokerSecret)", role, reads)
+		}
+		for _, arn := range list(roles[role]["ManagedPolicyArns"]) {
+			if strings.Contains(strings.ToLower(fmt.Sprint(arn)), "secretsmanager") {
+				t.Errorf("%s: managed policy %v grants Secrets Manager beyond the broker's secret", role, arn)
+			}
+		}
+	}
+}
+
+// cfnSubbed is a !Sub string as CloudFormation renders it: ${!x} becomes
+// ${x}, and each ${Name} a placeholder (or the given value).
+func cfnSubbed(s string, values map[string]string) string {
+	return regexp.MustCompile(`\$\{(!?)([A-Za-z0-9:.]+)\}`).ReplaceAllStringFunc(s, func(m string) string {
+		name := strings.TrimSuffix(strings.TrimPrefix(m, "${"), "}")
+		if literal, ok := strings.CutPrefix(name, "!"); ok {
+			return "${" + literal + "}"
+		}
+		if v, ok := values[name]; ok {
+			return v
+		}
+		return "cfn-" + strings.NewReplacer(":", "-", ".", "-").Replace(name)
+	})
+}
+
+// heredoc is the body of the here-document `<<TAG` (or `<<'TAG'`) of a
+// script.
+func heredoc(t *testing.T, script, tag string) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?ms)<<'?` + tag + `'?\n(.*?)^` + tag + `$`)
+	m := re.FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("no here-document %s", tag)
+	}
+	return m[1]
+}
+
+// TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics: every instance
+// installs the CloudWatch agent and gives it the service's journal as a
+// file (journald is not a file the agent reads), rotated; the agent's
+// configuration is valid JSON shipping that file to the stack's log group,
+// kept LogRetentionDays, and mem_used_percent and disk_used_percent of the
+// root disk; the user-data is valid bash.
+func TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics(t *testing.T) {
+	tpl := loadTemplate(t)
+	groups := resources(t, tpl, "AWS::Logs::LogGroup")
+	lg, ok := groups["LogGroup"]
+	if !ok {
+		t.Fatal("no log group LogGroup")
+	}
+	if fmt.Sprint(lg["RetentionInDays"]) != fmt.Sprint(map[string]any{"Ref": "LogRetentionDays"}) {
+		t.Errorf("LogGroup keeps logs %v; want !Ref LogRetentionDays", lg["RetentionInDays"])
+	}
+	params, _ := tpl["Parameters"].(map[string]any)
+	if p, _ := params["LogRetentionDays"].(map[string]any); p == nil || p["Default"] == nil || !slices.Contains(anyList(p["AllowedValues"]), p["Default"]) {
+		t.Errorf("parameter LogRetentionDays is %v; want a default among its AllowedValues", p)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal("bash is needed to check the user-data's syntax")
+	}
+	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
+	for name, role := range map[string]string{"ApiLaunchTemplate": "api", "ConsumerLaunchTemplate": "consumer"} {
+		ud, _ := userData(lts[name])
+		script := cfnSubbed(ud, map[string]string{"LogGroup": "/skidata/stack"})
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s user-data is not valid bash: %v: %s", name, err, out)
+		}
+		for _, want := range []string{"dnf install -y amazon-cloudwatch-agent",
+			"amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s",
+			"systemctl enable --now skidata-journal-export.service\n"} {
+			if !strings.Contains(script, want) {
+				t.Errorf("%s user-data lacks %q", name, want)
+			}
+		}
+		unit := strings.ReplaceAll(heredoc(t, script, "UNIT"), "$ROLE", role)
+		for _, want := range []string{"ExecStart=/usr/bin/journalctl --follow --output=cat --unit=skiapi-" + role + ".service ",
+			"StandardOutput=append:/var/log/skidata/skiapi.log\n", "Restart=always\n"} {
+			if !strings.Contains(unit, want) {
+				t.Errorf("%s: the journal export unit lacks %q:\n%s", name, want, unit)
+			}
+		}
+		if rot := heredoc(t, script, "ROTATE"); !strings.Contains(rot, "/var/log/skidata/skiapi.log {") || !strings.Contains(rot, "copytruncate") {
+			t.Errorf("%s: the log file is not rotated in place (copytruncate, as the export keeps it open):\n%s", name, rot)
+		}
+		// The here-document is unquoted: the shell expands $ROLE and \$.
+		agentJSON := strings.NewReplacer("$ROLE", role, `\$`, "$").Replace(heredoc(t, script, "AGENT"))
+		var agent struct {
+			Logs struct {
+				LogsCollected struct {
+					Files struct {
+						CollectList []struct {
+							FilePath      string `json:"file_path"`
+							LogGroupName  string `json:"log_group_name"`
+							LogStreamName string `json:"log_stream_name"`
+						} `json:"collect_list"`
+					} `json:"files"`
+				} `json:"logs_collected"`
+			} `json:"logs"`
+			Metrics struct {
+				Namespace        string            `json:"namespace"`
+				AppendDimensions map[string]string `json:"append_dimensions"`
+				MetricsCollected struct {
+					Mem  struct{ Measurement []string } `json:"mem"`
+					Disk struct {
+						Measurement []string
+						Resources   []string
+					} `json:"disk"`
+				} `json:"metrics_collected"`
+			} `json:"metrics"`
+		}
+		if err := json.Unmarshal([]byte(agentJSON), &agent); err != nil {
+			t.Errorf("%s: the agent's configuration is not JSON: %v\n%s", name, err, agentJSON)
+			continue
+		}
+		files := agent.Logs.LogsCollected.Files.CollectList
+		if len(files) != 1 || files[0].FilePath != "/var/log/skidata/skiapi.log" || files[0].LogGroupName != "/skidata/stack" || !strings.Contains(files[0].LogStreamName, role) {
+			t.Errorf("%s: the agent ships %+v; want /var/log/skidata/skiapi.log to ${LogGroup}, a stream per instance and role", name, files)
+		}
+		m := agent.Metrics
+		if m.Namespace != "skidata" || !slices.Equal(m.MetricsCollected.Mem.Measurement, []string{"mem_used_percent"}) ||
+			!slices.Equal(m.MetricsCollected.Disk.Measurement, []string{"used_percent"}) || !slices.Equal(m.MetricsCollected.Disk.Resources, []string{"/"}) {
+			t.Errorf("%s: agent metrics %+v; want mem_used_percent and disk used_percent of / in namespace skidata", name, m)
+		}
+		if m.AppendDimensions["AutoScalingGroupName"] != "${aws:AutoScalingGroupName}" {
+			t.Errorf("%s: AutoScalingGroupName dimension %q; want the agent's ${aws:AutoScalingGroupName}", name, m.AppendDimensions["AutoScalingGroupName"])
+		}
+	}
+}
+
+// TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics: each
+// instance role lets the agent write log streams of the stack's log group
+// only, and metrics in its namespace only; no broad managed policy.
+func TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics(t *testing.T) {
+	roles := resources(t, loadTemplate(t), "AWS::IAM::Role")
+	for _, role := range []string{"ApiRole", "ConsumerRole"} {
+		for _, arn := range list(roles[role]["ManagedPolicyArns"]) {
+			if strings.Contains(fmt.Sprint(arn), "CloudWatch") {
+				t.Errorf("%s: managed policy %v; want statements scoped to the stack's log group and namespace", role, arn)
+			}
+		}
+		var putLogs, putMetrics bool
+		for _, st := range statements(roles[role]) {
+			for _, a := range anyList(st["Action"]) {
+				action := str(a)
+				switch {
+				case strings.HasPrefix(action, "logs:"):
+					if fmt.Sprint(st["Resource"]) != fmt.Sprint(map[string]any{"Fn::GetAtt": []any{"LogGroup", "Arn"}}) {
+						t.Errorf("%s allows %s on %v; want the stack's log group only (!GetAtt LogGroup.Arn)", role, action, st["Resource"])
+					}
+					putLogs = putLogs || action == "logs:PutLogEvents"
+				case strings.HasPrefix(action, "cloudwatch:"):
+					cond := fmt.Sprint(st["Condition"])
+					if action != "cloudwatch:PutMetricData" || !strings.Contains(cond, "cloudwatch:namespace:skidata") {
+						t.Errorf("%s allows %s with condition %v; want PutMetricData in namespace skidata only", role, action, cond)
+					}
+					putMetrics = true
+				}
+			}
+		}
+		if !putLogs || !putMetrics {
+			t.Errorf("%s: logs:PutLogEvents allowed %v, cloudwatch:PutMetricData allowed %v; the agent needs both", role, putLogs, putMetrics)
+		}
+	}
+}
+
+// TestTemplateIAMNamesOnlyTheTablesOfTheActiveModel: with each value of
+// Store, every DynamoDB statement of each role resolves to that model's
+// tables (and their indexes) and none of another model's: the API cannot
+// scan, nor the consumer write, tables the running model never uses.
+func TestTemplateIAMNamesOnlyTheTablesOfTheActiveModel(t *testing.T) {
+	tpl := loadTemplate(t)
+	tables := resources(t, tpl, "AWS::DynamoDB::Table")
+	roles := resources(t, tpl, "AWS::IAM::Role")
+	for _, model := range deployedModels(t, tpl) {
+		t.Run(model, func(t *testing.T) {
+			want := modelTables(t, tpl, tables, model)
+			for _, roleName := range []string{iamRoleOf[roleAPI], iamRoleOf[roleConsumer]} {
+				n := 0
+				for _, st := range statements(roles[roleName]) {
+					if !strings.HasPrefix(strings.ToLower(fmt.Sprint(st["Action"])), "[dynamodb:") && !strings.HasPrefix(strings.ToLower(fmt.Sprint(st["Action"])), "dynamodb:") {
+						continue
+					}
+					n++
+					resolved := maps.Clone(st)
+					resolved["Resource"] = resolveIf(st["Resource"], storeConditions(t, tpl, model))
+					checkTableResources(t, roleName+" with Store dynamo-"+model, resolved, want)
+				}
+				if n == 0 {
+					t.Errorf("%s has no DynamoDB statement", roleName)
+				}
+			}
+		})
+	}
+}
+
+// TestTemplateBrokerDefaultsToTheVersionAndTypeAmazonMQRecommends: the
+// broker defaults to RabbitMQ 4.2 on mq.m7g.large, what the Amazon MQ
+// Developer Guide recommends (docs/operations.md cites the pages); 3.13
+// stays allowed for existing stacks, and a rule refuses 4.2 on the host
+// types that cannot run it.
+func TestTemplateBrokerDefaultsToTheVersionAndTypeAmazonMQRecommends(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	ev, _ := params["BrokerEngineVersion"].(map[string]any)
+	if ev["Default"] != "4.2" || !slices.Equal(anyList(ev["AllowedValues"]), []any{"4.2", "3.13"}) {
+		t.Errorf("BrokerEngineVersion default %v, allowed %v; want 4.2, of [4.2 3.13]", ev["Default"], ev["AllowedValues"])
+	}
+	it, _ := params["BrokerInstanceType"].(map[string]any)
+	if it["Default"] != "mq.m7g.large" {
+		t.Errorf("BrokerInstanceType defaults to %v; want mq.m7g.large", it["Default"])
+	}
+	pattern := regexp.MustCompile("^(?:" + str(it["AllowedPattern"]) + ")$")
+	for typ, ok := range map[string]bool{"mq.m7g.large": true, "mq.m7g.4xlarge": true, "mq.m5.large": true, "mq.t3.micro": true, "m7g.large": false, "mq.m4.large": false} {
+		if pattern.MatchString(typ) != ok {
+			t.Errorf("BrokerInstanceType pattern %q: %s allowed %v; want %v", pattern, typ, !ok, ok)
+		}
+	}
+	rules, _ := tpl["Rules"].(map[string]any)
+	rule := fmt.Sprint(rules["RabbitMQ4NeedsM7g"])
+	for _, want := range []string{"BrokerEngineVersion", "3.13", "mq.m5.large", "mq.t3.micro"} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("rule RabbitMQ4NeedsM7g lacks %q: %s", want, rule)
 		}
 	}
 }

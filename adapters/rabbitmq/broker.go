@@ -54,6 +54,9 @@ type Broker struct {
 
 	subMu sync.Mutex
 	sub   *consumer
+
+	credMu sync.Mutex
+	cred   *amqp.PlainAuth // from Config.Credentials; nil: not read yet, or none
 }
 
 // pubSession is one publishing connection and its channel pool.
@@ -128,15 +131,86 @@ func (b *Broker) failed(node int) {
 	b.next.CompareAndSwap(int64(node), int64((node+1)%len(b.urls)))
 }
 
-// dialNode opens a connection to one node of the URL list.
+// dialNode opens a connection to one node of the URL list. With
+// Config.Credentials it logs in with them; when the broker refuses the
+// login it reads them again and, if they changed, dials once more.
 func (b *Broker) dialNode(ctx context.Context, role string, node int) (*amqp.Connection, error) {
+	if b.cfg.Credentials == nil {
+		return b.dialAs(ctx, role, node, nil)
+	}
+	auth, err := b.credentials(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := b.dialAs(ctx, role, node, auth)
+	if !loginRefused(err) {
+		return conn, err
+	}
+	fresh, rerr := b.credentials(ctx, auth)
+	if rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	if *fresh == *auth {
+		return nil, err
+	}
+	b.cfg.Logger.Info("rabbitmq login refused; retrying with the credentials read again", "role", role, "url", b.masked[node])
+	return b.dialAs(ctx, role, node, fresh)
+}
+
+// credentials returns the login Config.Credentials gives: the one read
+// before, unless there is none yet or stale is it (the broker refused
+// it), in which case they are read again. The URL's user stands in for
+// an empty one.
+func (b *Broker) credentials(ctx context.Context, stale *amqp.PlainAuth) (*amqp.PlainAuth, error) {
+	b.credMu.Lock()
+	defer b.credMu.Unlock()
+	if b.cred != nil && b.cred != stale {
+		return b.cred, nil // read already, or read again by the other connection
+	}
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
+	user, password, err := b.cfg.Credentials(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: rabbitmq: read the broker credentials: %w", domain.ErrUnavailable, err)
+	}
+	if password == "" {
+		return nil, fmt.Errorf("rabbitmq: the broker credentials' password is empty")
+	}
+	if user == "" {
+		uri, _ := amqp.ParseURI(b.urls[0]) // checked by withDefaults
+		user = uri.Username
+	}
+	b.cred = &amqp.PlainAuth{Username: user, Password: password}
+	return b.cred, nil
+}
+
+// credentialsTimeout bounds one read of Config.Credentials: a secret
+// store that does not answer fails the dial, which the reconnect loop
+// retries, instead of holding every connection's dial.
+const credentialsTimeout = 10 * time.Second
+
+// loginRefused says whether err is the broker refusing a user name or
+// password.
+func loginRefused(err error) bool {
+	var ae *amqp.Error
+	return errors.Is(err, amqp.ErrCredentials) || (errors.As(err, &ae) && ae.Code == amqp.AccessRefused)
+}
+
+// dialAs opens a connection to one node, logging in as auth when it is
+// set, else with the URL's user and password.
+func (b *Broker) dialAs(ctx context.Context, role string, node int, auth *amqp.PlainAuth) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(b.cfg.ConnectionName + "." + role)
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
+	var sasl []amqp.Authentication
+	if auth != nil {
+		sasl = []amqp.Authentication{auth}
+	}
 	conn, err := amqp.DialConfig(b.urls[node], amqp.Config{
+		SASL:       sasl,
 		Properties: props,
 		Heartbeat:  10 * time.Second,
 		Dial: func(network, addr string) (net.Conn, error) {

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -78,6 +79,14 @@ type Config struct {
 	// tools (rabbitmqctl list_connections client_properties). Default
 	// "skidata".
 	ConnectionName string
+	// Credentials, when set, gives the user and password every connection
+	// logs in with, in place of the URL's (an empty user keeps the first
+	// URL's user). It is called at the first dial, and again whenever the
+	// broker refuses a login (ACCESS_REFUSED), after which that dial is
+	// retried at once: a password rotated at the broker and in its source
+	// is taken up at the next reconnect, without a restart. The password
+	// stays in memory, outside every URL, log line and error.
+	Credentials func(ctx context.Context) (user, password string, err error)
 	// Metrics receives the rides the adapter dead-letters itself. Default:
 	// none.
 	Metrics ports.Metrics

@@ -25,22 +25,27 @@ import (
 // Each adapter owns its configuration type; Config holds them as they are
 // and the flags fill their fields directly, so nothing is mapped twice.
 type Config struct {
-	Profile         string
-	Listen          string
-	Role            string
-	Store           string
-	Queue           string
-	QueueCapacity   int
-	AMQP            rabbitmq.Config
-	Persister       app.PersisterConfig
-	ShutdownTimeout time.Duration
-	HTTP            HTTPConfig
-	LogFormat       string
-	LogLevel        string
-	Catalog         app.CatalogConfig
-	Postgres        postgres.Config
-	Dynamo          dynamo.Config
-	Admission       app.AdmissionConfig
+	Profile       string
+	Listen        string
+	Role          string
+	Store         string
+	Queue         string
+	QueueCapacity int
+	AMQP          rabbitmq.Config
+	// AMQPPasswordSecret is the ARN or name of a Secrets Manager secret
+	// holding the broker password (or JSON with "username" and
+	// "password"): read at start and again when the broker refuses it,
+	// and never written anywhere.
+	AMQPPasswordSecret string
+	Persister          app.PersisterConfig
+	ShutdownTimeout    time.Duration
+	HTTP               HTTPConfig
+	LogFormat          string
+	LogLevel           string
+	Catalog            app.CatalogConfig
+	Postgres           postgres.Config
+	Dynamo             dynamo.Config
+	Admission          app.AdmissionConfig
 	// TrustForwardedFor takes a ride's client from the last
 	// X-Forwarded-For entry (behind a load balancer that appends it), not
 	// from the connection, for the per-client rate limit.
@@ -128,6 +133,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
 	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready messages over all shards, each one ride or a batch); beyond it POST answers 503")
 	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq); for a self-managed cluster, every node's URL, comma-separated: each connection takes them in turn, moving to the next when its node fails (Amazon MQ: its one endpoint)")
+	fs.StringVar(&c.AMQPPasswordSecret, "amqp-password-secret", c.AMQPPasswordSecret, "ARN (or name, with AWS_REGION) of a Secrets Manager secret holding the RabbitMQ password, or JSON {\"username\":...,\"password\":...}; read at start and again when the broker refuses it, in place of the --amqp-url's (empty: the URL's)")
 	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
 	fs.IntVar(&c.AMQP.Shards, "amqp-shards", c.AMQP.Shards, "RabbitMQ queues rides are spread over by skier")
 	fs.StringVar(&c.AMQP.QueueType, "amqp-queue-type", c.AMQP.QueueType, "RabbitMQ queue type: quorum|classic")

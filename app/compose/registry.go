@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/skidata/skidata/adapters/awssecrets"
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/adapters/inproc"
 	"github.com/skidata/skidata/adapters/lrucache"
@@ -291,14 +292,29 @@ func checkRabbitMQ(c Config) error {
 // bounds the ready messages over all shards. The service and the dlq
 // commands must agree on it: RabbitMQ refuses to redeclare a queue with
 // other arguments.
-func (c Config) RabbitMQConfig() rabbitmq.Config {
+// With --amqp-password-secret the broker logs in with the secret's
+// password, read through Secrets Manager.
+func (c Config) RabbitMQConfig(ctx context.Context) (rabbitmq.Config, error) {
 	rc := c.AMQP
 	rc.MaxLength = c.QueueCapacity
-	return rc
+	if c.AMQPPasswordSecret != "" {
+		s, err := awssecrets.New(ctx, awssecrets.Config{SecretID: c.AMQPPasswordSecret})
+		if err != nil {
+			return rc, fmt.Errorf("--amqp-password-secret: %w", err)
+		}
+		rc.Credentials = func(ctx context.Context) (string, string, error) {
+			l, err := s.Login(ctx)
+			return l.Username, l.Password, err
+		}
+	}
+	return rc, nil
 }
 
 func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
-	c := deps.Config.RabbitMQConfig()
+	c, err := deps.Config.RabbitMQConfig(ctx)
+	if err != nil {
+		return OpenedQueue{}, nil, err
+	}
 	c.Metrics = deps.Metrics
 	c.Logger = deps.Log
 	b, err := rabbitmq.Open(ctx, c)

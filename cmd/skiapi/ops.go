@@ -149,7 +149,11 @@ func withBroker(ctx context.Context, cfg compose.Config, do func(*rabbitmq.Broke
 	if cfg.Queue != "rabbitmq" {
 		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
 	}
-	b, err := rabbitmq.Open(ctx, cfg.RabbitMQConfig())
+	rc, err := cfg.RabbitMQConfig(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := rabbitmq.Open(ctx, rc)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,9 @@ package amqptest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,4 +65,43 @@ func Open(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Broker {
 		_ = b.Disconnect()
 	})
 	return b
+}
+
+// Ctl runs rabbitmqctl on the test broker's machine, failing the test with
+// its output.
+func Ctl(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("rabbitmqctl", append([]string{"-q"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("rabbitmqctl %s (run as root on the broker's machine): %v: %s", args[0], err, out)
+	}
+}
+
+// User creates a broker user with the password and every permission on
+// the test URL's vhost, and deletes it (closing its connections) when the
+// test ends. It returns the user and the test URL with that user and no
+// password. A broker on another machine skips the test: rabbitmqctl
+// manages only this machine's.
+func User(t testing.TB, password string) (user, rawURL string) {
+	t.Helper()
+	u, err := url.Parse(URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := u.Hostname(); h != "127.0.0.1" && h != "localhost" {
+		t.Skipf("the broker at %s is not this machine's: rabbitmqctl cannot manage its users", h)
+	}
+	vhost := strings.TrimPrefix(u.Path, "/")
+	if vhost == "" {
+		vhost = "/"
+	}
+	user = fmt.Sprintf("skitest-user-%d-%d", time.Now().UnixNano(), seq.Add(1))
+	Ctl(t, "add_user", user, password)
+	t.Cleanup(func() {
+		if out, err := exec.Command("rabbitmqctl", "-q", "delete_user", user).CombinedOutput(); err != nil {
+			t.Errorf("rabbitmqctl delete_user %s: %v: %s", user, err, out)
+		}
+	})
+	Ctl(t, "set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+	u.User = url.User(user)
+	return user, u.String()
 }
