@@ -142,9 +142,10 @@ func (r Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	r.writeHotKeysAndCost(w)
-	fmt.Fprintf(w, "\n¹ Write units as the DynamoDB simulation (adapters/dynamo/dynamosim) accounts them per partition key value: 1 a KB of item "+
-		"on the table's partition, and 1 a KB of projected entry on each index partition the item is newly indexed under "+
-		"(dynalite itself reports the table's units only). A failed conditional write is charged 1 unit.\n"+
+	fmt.Fprintf(w, "\n¹ Write units as the DynamoDB simulation (adapters/dynamo/dynamosim) bills them per partition key value, by AWS's rules: "+
+		"1 a KB of the larger of the old and new item on the table's partition; on each index, 1 a KB of projected entry put or removed, "+
+		"2 when the write changes the entry's index key (dynalite itself reports the table's units only). A write whose condition fails "+
+		"is charged the existing item's size.\n"+
 		"² AWS serves at most 1,000 write units a second per partition key value: the ride rate, in this data set's mix "+
 		"of resorts and days, at which the hottest key reaches that.\n"+
 		"³ AWS's default table-level quota, 40,000 write units a second, applies to each table and index (the busiest one's "+
