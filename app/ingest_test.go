@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -81,7 +82,7 @@ func (r *rejections) of(reason string) int {
 // resort 1 among them).
 func demoCatalog(t *testing.T) *Catalog {
 	t.Helper()
-	c, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
+	c, err := NewCatalog(context.Background(), memory.NewResortStore(), CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -121,7 +122,7 @@ func (m *cacheMetrics) CacheLookup(_ string, hit bool) {
 
 func newCachedQuery(t *testing.T, store ports.RideStore, cache ports.Cache, m ports.Metrics) *Query {
 	t.Helper()
-	cat, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
+	cat, err := NewCatalog(context.Background(), memory.NewResortStore(), CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
