@@ -26,17 +26,24 @@ type AdoptedStore struct {
 var errUnprocessed = errors.New("DynamoDB left items unprocessed")
 
 func rideItem(r domain.LiftRide) item {
-	return item{
-		attrSkierID:        numAttr(int64(r.SkierID())),
-		attrSortKey:        strAttr(rideSortKey(r)),
-		attrResortID:       numAttr(int64(r.ResortID())),
-		attrSeasonID:       strAttr(r.SeasonID()),
-		attrDayID:          numAttr(int64(r.DayID())),
-		attrTime:           numAttr(int64(r.Time())),
-		attrLiftID:         numAttr(int64(r.LiftID())),
-		attrVertical:       numAttr(int64(r.Vertical())),
-		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
-	}
+	it := rideAttributes(r, rideSortKey(r))
+	it[attrSeasonDaySkier] = strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID()))
+	return it
+}
+
+// rideAttributes are the attributes every model's ride item carries, under
+// the model's sort key.
+func rideAttributes(r domain.LiftRide, sortKey string) item {
+	it := make(item, 9)
+	it[attrSkierID] = numAttr(int64(r.SkierID()))
+	it[attrSortKey] = strAttr(sortKey)
+	it[attrResortID] = numAttr(int64(r.ResortID()))
+	it[attrSeasonID] = strAttr(r.SeasonID())
+	it[attrDayID] = numAttr(int64(r.DayID()))
+	it[attrTime] = numAttr(int64(r.Time()))
+	it[attrLiftID] = numAttr(int64(r.LiftID()))
+	it[attrVertical] = numAttr(int64(r.Vertical()))
+	return it
 }
 
 func itemRide(it item) (domain.LiftRide, error) {

@@ -62,16 +62,7 @@ const (
 )
 
 func countersRideItem(r domain.LiftRide) item {
-	return item{
-		attrSkierID:  numAttr(int64(r.SkierID())),
-		attrSortKey:  strAttr(rideItemPrefix + rideSortKey(r)),
-		attrResortID: numAttr(int64(r.ResortID())),
-		attrSeasonID: strAttr(r.SeasonID()),
-		attrDayID:    numAttr(int64(r.DayID())),
-		attrTime:     numAttr(int64(r.Time())),
-		attrLiftID:   numAttr(int64(r.LiftID())),
-		attrVertical: numAttr(int64(r.Vertical())),
-	}
+	return rideAttributes(r, rideItemPrefix+rideSortKey(r))
 }
 
 // skierDay names one skier-day item; resortDay one resort-day shard.
