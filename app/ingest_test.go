@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -59,23 +60,30 @@ func (p *recordingPublisher) sent() [][]domain.LiftRide {
 // rejections counts Metrics.RideRejected by reason.
 type rejections struct {
 	ports.NopMetrics
-	mu     sync.Mutex
-	counts map[string]int
+	tally
 }
 
-func (r *rejections) RideRejected(reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.counts == nil {
-		r.counts = map[string]int{}
+func (r *rejections) RideRejected(reason string) { r.add(reason) }
+
+// tally counts events by name, safe for concurrent use.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *tally) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
 	}
-	r.counts[reason]++
+	c.n[name]++
 }
 
-func (r *rejections) of(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts[reason]
+func (c *tally) of(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
 }
 
 // demoCatalog is a catalogue holding the demo resorts (season 2024 at
@@ -212,7 +220,7 @@ func TestIngestCountsEachRefusalOnceByItsReason(t *testing.T) {
 			t.Errorf("%s: AddRide = %v; want the queue's error", reason, got)
 		}
 		m.mu.Lock()
-		counts := m.counts
+		counts := maps.Clone(m.n)
 		m.mu.Unlock()
 		if len(counts) != 1 || counts[reason] != 1 {
 			t.Errorf("%s: counted %v; want exactly one %s", reason, counts, reason)
