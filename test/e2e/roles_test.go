@@ -232,6 +232,7 @@ func waitStoredExactly(t *testing.T, base string, want []rolesRide) {
 // process are stored by the consumer process, each once (a ride posted twice
 // too), and both exit 0 on SIGTERM.
 func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
@@ -256,6 +257,7 @@ func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
 // SIGKILL while rides are being posted and stored; a new consumer takes
 // over, and every ride answered 201 is stored exactly once.
 func TestConsumerKilledMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
