@@ -269,31 +269,43 @@ func waitingRides(g *groupCommit) int {
 	return len(g.waiting)
 }
 
-// TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage: rides that
-// arrive while every slot is in flight go together in the next message,
-// and each caller hears its message's outcome.
-func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) {
+// publishBehindABusySlot publishes one ride through a group commit of one
+// slot and maxRides a message, holds it in flight while ten more arrive,
+// then lets the publishes go; it returns the publisher and the eleven
+// publishes' results.
+func publishBehindABusySlot(t *testing.T, maxRides int) (*recordingPublisher, []error) {
+	t.Helper()
 	hold := make(chan struct{})
 	pub := &recordingPublisher{hold: hold}
-	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 100})
+	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: maxRides})
 	rides := ridesFor(11)
 	first := publishAll(g, rides[:1])
 	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
 	rest := publishAll(g, rides[1:])
 	waitFor(t, "ten rides waiting for the slot", func() bool { return waitingRides(g) == 10 })
 	close(hold)
+	var errs []error
 	for range 11 {
 		select {
 		case err := <-first:
-			if err != nil {
-				t.Fatal(err)
-			}
+			errs = append(errs, err)
 		case err := <-rest:
-			if err != nil {
-				t.Fatal(err)
-			}
+			errs = append(errs, err)
 		case <-time.After(10 * time.Second):
 			t.Fatal("a publish did not return within 10s")
+		}
+	}
+	return pub, errs
+}
+
+// TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage: rides that
+// arrive while every slot is in flight go together in the next message,
+// and each caller hears its message's outcome.
+func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) {
+	pub, errs := publishBehindABusySlot(t, 100)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 10}) {
@@ -307,23 +319,7 @@ func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) 
 // TestGroupCommitBoundsAMessageAtMaxRides: waiting rides are split into
 // messages of at most MaxRides.
 func TestGroupCommitBoundsAMessageAtMaxRides(t *testing.T) {
-	hold := make(chan struct{})
-	pub := &recordingPublisher{hold: hold}
-	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 4})
-	rides := ridesFor(11)
-	errs := publishAll(g, rides[:1])
-	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
-	more := publishAll(g, rides[1:])
-	waitFor(t, "ten rides waiting", func() bool { return waitingRides(g) == 10 })
-	close(hold)
-	for range 11 {
-		select {
-		case <-errs:
-		case <-more:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a publish did not return within 10s")
-		}
-	}
+	pub, _ := publishBehindABusySlot(t, 4)
 	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 4, 4, 2}) {
 		t.Errorf("message sizes %v; want [1 4 4 2]", got)
 	}
