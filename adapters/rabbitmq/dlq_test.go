@@ -54,13 +54,7 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	defer cancel()
 	publishGarbage(t, b)
 	good := queuetest.Rides(1, 7)[0]
-	if err := b.Publish(ctx, []domain.LiftRide{good}); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := publishThenConsume(t, ctx, b, good)
 	// The garbage must never be handed out.
 	ackExpecting(t, ctx, b, ch, good, "the good ride behind the garbage")
 	dls := dlqHolds(t, ctx, b, 1)
@@ -117,13 +111,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ride := queuetest.Rides(1, 9)[0]
-	if err := b.Publish(ctx, []domain.LiftRide{ride}); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := publishThenConsume(t, ctx, b, ride)
 	deliveries := 0
 	for deliveries < limit {
 		select {
