@@ -4,57 +4,49 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
-	"github.com/skidata/skidata/ports"
 )
 
-// mapResorts is a ResortStore the test can change behind the catalog's back,
-// as another API process would.
-type mapResorts struct {
-	mu    sync.Mutex
-	m     map[domain.ResortID]domain.Resort
-	reads int
+// countingResorts is the memory resort store counting the catalog's reads
+// of it; the test changes it behind the catalog's back, as another API
+// process would.
+type countingResorts struct {
+	*memory.ResortStore
+	reads atomic.Int64
 }
 
-func (s *mapResorts) Resorts(context.Context) ([]domain.Resort, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reads++
-	var out []domain.Resort
-	for _, r := range s.m {
-		out = append(out, r)
-	}
-	return out, nil
+func newCountingResorts() *countingResorts {
+	return &countingResorts{ResortStore: memory.NewResortStore()}
 }
-func (s *mapResorts) PutResort(_ context.Context, r domain.Resort) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[domain.ResortID]domain.Resort{}
-	}
-	s.m[r.ID] = r
-	return nil
-}
-func (s *mapResorts) AddSeason(_ context.Context, id domain.ResortID, season string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.m[id]
-	if !ok {
-		return domain.NotFound("no resort %d", id)
-	}
-	s.m[id] = r.WithSeason(season)
-	return nil
-}
-func (s *mapResorts) readCount() int { s.mu.Lock(); defer s.mu.Unlock(); return s.reads }
 
-var _ ports.ResortStore = (*mapResorts)(nil)
+func (s *countingResorts) Resorts(ctx context.Context) ([]domain.Resort, error) {
+	s.reads.Add(1)
+	return s.ResortStore.Resorts(ctx)
+}
+
+func (s *countingResorts) readCount() int { return int(s.reads.Load()) }
+
+// held is what the store holds, read without counting.
+func (s *countingResorts) held(t *testing.T) map[domain.ResortID]domain.Resort {
+	t.Helper()
+	rs, err := s.ResortStore.Resorts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[domain.ResortID]domain.Resort{}
+	for _, r := range rs {
+		m[r.ID] = r
+	}
+	return m
+}
 
 func TestCatalogSeedsDemoResortsIntoEmptyStore(t *testing.T) {
-	store := &mapResorts{}
+	store := newCountingResorts()
 	c, err := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
@@ -63,13 +55,13 @@ func TestCatalogSeedsDemoResortsIntoEmptyStore(t *testing.T) {
 	if len(rs) != 10 || rs[0].ID != 1 || rs[9].ID != 10 || !slices.Equal(rs[0].Seasons, []string{"2024", "2025"}) {
 		t.Errorf("catalog after seeding = %+v; want ten resorts with 2024 and 2025", rs)
 	}
-	if len(store.m) != 10 {
-		t.Errorf("store holds %d resorts; the seed must be written to the store", len(store.m))
+	if len(store.held(t)) != 10 {
+		t.Errorf("store holds %d resorts; the seed must be written to the store", len(store.held(t)))
 	}
 }
 
 func TestCatalogDoesNotSeedWhenToldNot(t *testing.T) {
-	c, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{}, discard)
+	c, err := NewCatalog(context.Background(), memory.NewResortStore(), CatalogConfig{}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +71,7 @@ func TestCatalogDoesNotSeedWhenToldNot(t *testing.T) {
 }
 
 func TestCatalogCheckRideServesFromMemory(t *testing.T) {
-	store := &mapResorts{}
+	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	before := store.readCount()
 	for range 100 {
@@ -93,7 +85,7 @@ func TestCatalogCheckRideServesFromMemory(t *testing.T) {
 }
 
 func TestCatalogSeesSeasonAddedByAnotherProcess(t *testing.T) {
-	store := &mapResorts{}
+	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	// Another process registers 2031 directly in the shared store.
 	_ = store.AddSeason(context.Background(), 4, "2031")
@@ -104,7 +96,7 @@ func TestCatalogSeesSeasonAddedByAnotherProcess(t *testing.T) {
 }
 
 func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
-	store := &mapResorts{}
+	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	c.lastReload.Store(time.Now().UnixNano())
 	before := store.readCount()
@@ -120,7 +112,7 @@ func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
 }
 
 func TestCatalogAddSeason(t *testing.T) {
-	store := &mapResorts{}
+	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	if err := c.AddSeason(context.Background(), 2, "2030"); err != nil {
 		t.Fatal(err)
@@ -128,7 +120,7 @@ func TestCatalogAddSeason(t *testing.T) {
 	if err := c.CheckRide(context.Background(), 2, "2030"); err != nil {
 		t.Errorf("ride in the added season: %v", err)
 	}
-	if !store.m[2].HasSeason("2030") {
+	if !store.held(t)[2].HasSeason("2030") {
 		t.Error("season not written through to the store")
 	}
 	if err := c.AddSeason(context.Background(), 99, "2030"); !errors.Is(err, domain.ErrNotFound) {

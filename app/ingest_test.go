@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -58,30 +60,37 @@ func (p *recordingPublisher) sent() [][]domain.LiftRide {
 // rejections counts Metrics.RideRejected by reason.
 type rejections struct {
 	ports.NopMetrics
-	mu     sync.Mutex
-	counts map[string]int
+	tally
 }
 
-func (r *rejections) RideRejected(reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.counts == nil {
-		r.counts = map[string]int{}
+func (r *rejections) RideRejected(reason string) { r.add(reason) }
+
+// tally counts events by name, safe for concurrent use.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *tally) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
 	}
-	r.counts[reason]++
+	c.n[name]++
 }
 
-func (r *rejections) of(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts[reason]
+func (c *tally) of(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
 }
 
 // demoCatalog is a catalogue holding the demo resorts (season 2024 at
 // resort 1 among them).
 func demoCatalog(t *testing.T) *Catalog {
 	t.Helper()
-	c, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
+	c, err := NewCatalog(context.Background(), memory.NewResortStore(), CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +289,7 @@ func TestIngestCountsEachRefusalOnceByItsReason(t *testing.T) {
 			t.Errorf("%s: AddRide = %v; want the queue's error", reason, got)
 		}
 		m.mu.Lock()
-		counts := m.counts
+		counts := maps.Clone(m.n)
 		m.mu.Unlock()
 		if len(counts) != 1 || counts[reason] != 1 {
 			t.Errorf("%s: counted %v; want exactly one %s", reason, counts, reason)
@@ -329,31 +338,43 @@ func waitingRides(g *groupCommit) int {
 	return len(g.waiting)
 }
 
-// TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage: rides that
-// arrive while every slot is in flight go together in the next message,
-// and each caller hears its message's outcome.
-func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) {
+// publishBehindABusySlot publishes one ride through a group commit of one
+// slot and maxRides a message, holds it in flight while ten more arrive,
+// then lets the publishes go; it returns the publisher and the eleven
+// publishes' results.
+func publishBehindABusySlot(t *testing.T, maxRides int) (*recordingPublisher, []error) {
+	t.Helper()
 	hold := make(chan struct{})
 	pub := &recordingPublisher{hold: hold}
-	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 100})
+	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: maxRides})
 	rides := ridesFor(11)
 	first := publishAll(g, rides[:1])
 	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
 	rest := publishAll(g, rides[1:])
 	waitFor(t, "ten rides waiting for the slot", func() bool { return waitingRides(g) == 10 })
 	close(hold)
+	var errs []error
 	for range 11 {
 		select {
 		case err := <-first:
-			if err != nil {
-				t.Fatal(err)
-			}
+			errs = append(errs, err)
 		case err := <-rest:
-			if err != nil {
-				t.Fatal(err)
-			}
+			errs = append(errs, err)
 		case <-time.After(10 * time.Second):
 			t.Fatal("a publish did not return within 10s")
+		}
+	}
+	return pub, errs
+}
+
+// TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage: rides that
+// arrive while every slot is in flight go together in the next message,
+// and each caller hears its message's outcome.
+func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) {
+	pub, errs := publishBehindABusySlot(t, 100)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 10}) {
@@ -367,23 +388,7 @@ func TestGroupCommitRidesArrivingWhileSlotsAreBusyShareOneMessage(t *testing.T) 
 // TestGroupCommitBoundsAMessageAtMaxRides: waiting rides are split into
 // messages of at most MaxRides.
 func TestGroupCommitBoundsAMessageAtMaxRides(t *testing.T) {
-	hold := make(chan struct{})
-	pub := &recordingPublisher{hold: hold}
-	g := newGroupCommit(pub, PublishConfig{InFlight: 1, MaxRides: 4})
-	rides := ridesFor(11)
-	errs := publishAll(g, rides[:1])
-	waitFor(t, "the first ride in flight", func() bool { return pub.now.Load() == 1 })
-	more := publishAll(g, rides[1:])
-	waitFor(t, "ten rides waiting", func() bool { return waitingRides(g) == 10 })
-	close(hold)
-	for range 11 {
-		select {
-		case <-errs:
-		case <-more:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a publish did not return within 10s")
-		}
-	}
+	pub, _ := publishBehindABusySlot(t, 4)
 	if got := lens(pub.sent()); !slices.Equal(got, []int{1, 4, 4, 2}) {
 		t.Errorf("message sizes %v; want [1 4 4 2]", got)
 	}

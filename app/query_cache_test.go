@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/memory"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -61,32 +62,21 @@ func (c *mapCache) Delete(_ context.Context, keys ...string) error {
 // countingStore answers the three cached queries and counts calls.
 type countingStore struct {
 	ports.RideStore
-	mu    sync.Mutex
-	calls map[string]int
+	calls tally // by query
 	vert  int64
+	mu    sync.Mutex
 	asked [][]domain.ResortID // the resorts of each SkierSeasonVerticals call
 }
 
-func (s *countingStore) count(q string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.calls == nil {
-		s.calls = map[string]int{}
-	}
-	s.calls[q]++
-}
-
-func (s *countingStore) n(q string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[q] }
-
 func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int64, error) {
-	s.count(querySkierDay)
+	s.calls.add(querySkierDay)
 	return s.vert, nil
 }
 
 // SkierSeasonVerticals answers s.vert in 2024 at every resort asked for,
 // and records how many resorts each call asked for.
 func (s *countingStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
-	s.count(querySkierSeason)
+	s.calls.add(querySkierSeason)
 	s.mu.Lock()
 	s.asked = append(s.asked, slices.Clone(resortIDs))
 	s.mu.Unlock()
@@ -98,7 +88,7 @@ func (s *countingStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID
 }
 
 func (s *countingStore) UniqueSkiers(context.Context, domain.ResortID, string, int) (int, error) {
-	s.count(queryResortDay)
+	s.calls.add(queryResortDay)
 	return 7, nil
 }
 
@@ -121,7 +111,7 @@ func (m *cacheMetrics) CacheLookup(_ string, hit bool) {
 
 func newCachedQuery(t *testing.T, store ports.RideStore, cache ports.Cache, m ports.Metrics) *Query {
 	t.Helper()
-	cat, err := NewCatalog(context.Background(), &mapResorts{}, CatalogConfig{SeedDemo: true}, discard)
+	cat, err := NewCatalog(context.Background(), memory.NewResortStore(), CatalogConfig{SeedDemo: true}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +134,8 @@ func TestQueryReadsThroughTheCache(t *testing.T) {
 		}
 	}
 	for _, query := range []string{querySkierDay, querySkierSeason, queryResortDay} {
-		if store.n(query) != 1 {
-			t.Errorf("%s reached the store %d times in 3 calls; want 1 (then the cache)", query, store.n(query))
+		if store.calls.of(query) != 1 {
+			t.Errorf("%s reached the store %d times in 3 calls; want 1 (then the cache)", query, store.calls.of(query))
 		}
 	}
 	if m.hits != 6 || m.misses != 3 {

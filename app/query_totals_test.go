@@ -21,7 +21,7 @@ func TestSkierResortTotalsAsksTheStoreOncePerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := store.n(querySkierSeason); n != 1 {
+	if n := store.calls.of(querySkierSeason); n != 1 {
 		t.Errorf("%d store calls for one request naming %d resorts; want 1", n, len(resorts))
 	}
 	if want := []domain.ResortID{1, 2, 3, 4, 5, 9, 10}; len(store.asked) != 1 || !slices.Equal(slices.Sorted(slices.Values(store.asked[0])), want) {
@@ -90,7 +90,7 @@ func TestSkierResortTotalsCapsDistinctResortsAndSeasons(t *testing.T) {
 	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxTotalsSeasons)) {
 		t.Errorf("%d distinct seasons: err = %v; want ErrInvalid stating the cap", len(seasons), err)
 	}
-	if n := store.n(querySkierSeason); n != 1 {
+	if n := store.calls.of(querySkierSeason); n != 1 {
 		t.Errorf("%d store calls; want 1 (requests over the cap cost nothing)", n)
 	}
 }

@@ -515,6 +515,17 @@ func (v *validator) value(path string, val any) {
 	}
 }
 
+// listArg is the arguments of function fn, a list with one element per
+// name in form; nil, once reported, when arg is not such a list.
+func (v *validator) listArg(path, fn string, arg any, form ...string) []any {
+	parts := list(arg)
+	if len(parts) != len(form) {
+		v.errorf(path, "%s wants [%s], has %v", fn, strings.Join(form, ", "), arg)
+		return nil
+	}
+	return parts
+}
+
 // function checks one intrinsic function; false if k is not one.
 func (v *validator) function(path, k string, arg any) bool {
 	switch k {
@@ -523,27 +534,24 @@ func (v *validator) function(path, k string, arg any) bool {
 	case "Condition":
 		v.checkCondition(path, arg)
 	case "Fn::GetAtt":
-		parts := list(arg)
-		if len(parts) != 2 {
-			v.errorf(path, "Fn::GetAtt wants [resource, attribute], has %v", arg)
+		parts := v.listArg(path, k, arg, "resource", "attribute")
+		if parts == nil {
 			return true
 		}
 		v.checkGetAtt(path, str(parts[0]), str(parts[1]))
 	case "Fn::Sub":
 		v.checkSub(path, arg)
 	case "Fn::If":
-		parts := list(arg)
-		if len(parts) != 3 {
-			v.errorf(path, "Fn::If wants [condition, then, else], has %v", arg)
+		parts := v.listArg(path, k, arg, "condition", "then", "else")
+		if parts == nil {
 			return true
 		}
 		v.checkCondition(path, parts[0])
 		v.value(path+"(then)", parts[1])
 		v.value(path+"(else)", parts[2])
 	case "Fn::FindInMap":
-		parts := list(arg)
-		if len(parts) != 3 {
-			v.errorf(path, "Fn::FindInMap wants [map, key, key], has %v", arg)
+		parts := v.listArg(path, k, arg, "map", "key", "key")
+		if parts == nil {
 			return true
 		}
 		m, ok := v.mappings[str(parts[0])].(map[string]any)

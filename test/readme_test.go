@@ -24,10 +24,7 @@ import (
 // TestReadmeDocumentsEveryFlag keeps the front door honest: a flag added to
 // the service without a row in the README's configuration table fails here.
 func TestReadmeDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readReadme(t)
 	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg := compose.DefaultConfig()
@@ -35,7 +32,7 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
-		if !strings.Contains(string(readme), "`--"+f.Name+"`") {
+		if !strings.Contains(readme, "`--"+f.Name+"`") {
 			t.Errorf("README.md does not document --%s (%s)", f.Name, f.Usage)
 		}
 	})
@@ -44,14 +41,21 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the first ```sh block after the heading in README.md.
-func readmeBlock(t *testing.T, heading string) []string {
+// readReadme is README.md's text.
+func readReadme(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	return string(b)
+}
+
+// readmeBlock returns the first ```sh block after the heading in README.md.
+func readmeBlock(t *testing.T, heading string) []string {
+	t.Helper()
+	readme := readReadme(t)
+	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
 	if !ok {
 		t.Fatalf("README.md has no %q heading", heading)
 	}

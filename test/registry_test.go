@@ -1,8 +1,6 @@
 package test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,12 +11,9 @@ import (
 // names every store, queue and cache of the one registry (app/compose's
 // registry.go), so an adapter added there is documented or this fails.
 func TestReadmeNamesEveryRegisteredAdapter(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readReadme(t)
 	rows := map[string]string{}
-	for _, line := range strings.Split(string(readme), "\n") {
+	for _, line := range strings.Split(readme, "\n") {
 		for _, flag := range []string{"store", "queue", "cache"} {
 			if strings.HasPrefix(line, "| `--"+flag+"` |") {
 				rows[flag] = line

@@ -137,20 +137,12 @@ func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.R
 // SkierSeasonVerticals sums the skier's day totals per resort and season,
 // over one Query of the skier's items, for the resorts asked for.
 func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
-	totals := newResortSeasonTotals(resortIDs)
-	if err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrTotalVertical), attrResortID, attrSeasonID, attrTotalVertical); err != nil {
-		return nil, err
-	}
-	return totals.sorted(), nil
+	return s.seasonVerticals(ctx, skierID, resortIDs, "", attrTotalVertical)
 }
 
 // SkierDays lists the days of the skier's items in the season.
 func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	days := daySet{}
-	if err := s.querySkier(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
-		return nil, err
-	}
-	return days.sorted(), nil
+	return s.skierDays(ctx, skierID, seasonPrefix(seasonID))
 }
 
 // SkierDayRides unpacks the ride lists of the skier's items of the day (one

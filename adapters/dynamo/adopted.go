@@ -26,17 +26,24 @@ type AdoptedStore struct {
 var errUnprocessed = errors.New("DynamoDB left items unprocessed")
 
 func rideItem(r domain.LiftRide) item {
-	return item{
-		attrSkierID:        numAttr(int64(r.SkierID())),
-		attrSortKey:        strAttr(rideSortKey(r)),
-		attrResortID:       numAttr(int64(r.ResortID())),
-		attrSeasonID:       strAttr(r.SeasonID()),
-		attrDayID:          numAttr(int64(r.DayID())),
-		attrTime:           numAttr(int64(r.Time())),
-		attrLiftID:         numAttr(int64(r.LiftID())),
-		attrVertical:       numAttr(int64(r.Vertical())),
-		attrSeasonDaySkier: strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID())),
-	}
+	it := rideAttributes(r, rideSortKey(r))
+	it[attrSeasonDaySkier] = strAttr(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID()))
+	return it
+}
+
+// rideAttributes are the attributes every model's ride item carries, under
+// the model's sort key.
+func rideAttributes(r domain.LiftRide, sortKey string) item {
+	it := make(item, 9)
+	it[attrSkierID] = numAttr(int64(r.SkierID()))
+	it[attrSortKey] = strAttr(sortKey)
+	it[attrResortID] = numAttr(int64(r.ResortID()))
+	it[attrSeasonID] = strAttr(r.SeasonID())
+	it[attrDayID] = numAttr(int64(r.DayID()))
+	it[attrTime] = numAttr(int64(r.Time()))
+	it[attrLiftID] = numAttr(int64(r.LiftID()))
+	it[attrVertical] = numAttr(int64(r.Vertical()))
+	return it
 }
 
 func itemRide(it item) (domain.LiftRide, error) {
@@ -60,11 +67,7 @@ func itemRide(it item) (domain.LiftRide, error) {
 // which is what makes a redelivered batch harmless. Duplicates are dropped
 // first because BatchWriteItem rejects a request naming one key twice.
 func (s *AdoptedStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
-	unique := dedupe(rides)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
-	putAll(gctx, g, &s.base, unique, rideItem, nil)
-	if err := g.Wait(); err != nil {
+	if err := s.putRides(ctx, dedupe(rides), rideItem); err != nil {
 		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
 	}
 	return nil
@@ -98,6 +101,15 @@ func (b *base) writeBatch(ctx context.Context, reqs []types.WriteRequest) error 
 		return struct{}{}, nil
 	}, backoff.WithBackOff(b.backOff()), backoff.WithMaxElapsedTime(0))
 	return err
+}
+
+// putRides puts an item per ride, made by toItem, 25 a request with several
+// requests in flight.
+func (b *base) putRides(ctx context.Context, rides []domain.LiftRide, toItem func(domain.LiftRide) item) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(b.concurrency)
+	putAll(gctx, g, b, rides, toItem, nil)
+	return g.Wait()
 }
 
 // putAll queues on g one BatchWriteItem (writeBatch) per 25 of xs, each
@@ -175,20 +187,12 @@ func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.Res
 // skier's partition, whatever the number of resorts) and sums those of the
 // resorts asked for per resort and season.
 func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
-	totals := newResortSeasonTotals(resortIDs)
-	if err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, "", 0, totals.adder(attrVertical), attrResortID, attrSeasonID, attrVertical); err != nil {
-		return nil, err
-	}
-	return totals.sorted(), nil
+	return s.seasonVerticals(ctx, skierID, resortIDs, "", attrVertical)
 }
 
 // SkierDays reads the skier's rides of the season and lists their days.
 func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	days := daySet{}
-	if err := s.querySkier(ctx, "SkierDays", skierID, seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
-		return nil, err
-	}
-	return days.sorted(), nil
+	return s.skierDays(ctx, skierID, seasonPrefix(seasonID))
 }
 
 // SkierDayRides reads the skier's rides of the day.
@@ -264,6 +268,25 @@ func (t resortSeasonTotals) sorted() map[domain.ResortID][]domain.SeasonVertical
 		out[id] = st.sorted()
 	}
 	return out
+}
+
+// seasonVerticals sums verticalAttr of the skier's items under prefix per
+// resort and season, for the resorts asked for, in one Query.
+func (b *base) seasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, prefix, verticalAttr string) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	totals := newResortSeasonTotals(resortIDs)
+	if err := b.querySkier(ctx, "SkierSeasonVerticals", skierID, prefix, 0, totals.adder(verticalAttr), attrResortID, attrSeasonID, verticalAttr); err != nil {
+		return nil, err
+	}
+	return totals.sorted(), nil
+}
+
+// skierDays lists the days of the skier's items under prefix.
+func (b *base) skierDays(ctx context.Context, skierID domain.SkierID, prefix string) ([]int, error) {
+	days := daySet{}
+	if err := b.querySkier(ctx, "SkierDays", skierID, prefix, 0, days.add, attrDayID); err != nil {
+		return nil, err
+	}
+	return days.sorted(), nil
 }
 
 // daySet collects the distinct days of the items a query returns.

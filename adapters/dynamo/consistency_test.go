@@ -26,24 +26,23 @@ const readLag = 2 * time.Second
 // models' UniqueSkiers read the resort index, which cannot be read
 // consistently, and see them only once the index has caught up.
 
-func TestAdoptedSkierQueriesSeeRidesAtOnceAndUniqueSkiersAfterTheIndexLag(t *testing.T) {
+func TestReadsRightAfterAWrite(t *testing.T) {
 	t.Parallel()
-	readsAfterWrites(t, dynamo.ModelAdopted, true)
-}
-
-func TestAbandonedSkierQueriesSeeRidesAtOnceAndUniqueSkiersAfterTheIndexLag(t *testing.T) {
-	t.Parallel()
-	readsAfterWrites(t, dynamo.ModelAbandoned, true)
-}
-
-func TestCountersQueriesAllSeeRidesAtOnceUnderReadLag(t *testing.T) {
-	t.Parallel()
-	readsAfterWrites(t, dynamo.ModelCounters, false)
-}
-
-func TestShardedQueriesAllSeeRidesAtOnceUnderReadLag(t *testing.T) {
-	t.Parallel()
-	readsAfterWrites(t, dynamo.ModelSharded, false)
+	for _, tc := range []struct {
+		name       string
+		model      string
+		uniqueLags bool
+	}{
+		{"AdoptedSkierQueriesAtOnceUniqueSkiersAfterTheIndexLag", dynamo.ModelAdopted, true},
+		{"AbandonedSkierQueriesAtOnceUniqueSkiersAfterTheIndexLag", dynamo.ModelAbandoned, true},
+		{"CountersAllQueriesAtOnce", dynamo.ModelCounters, false},
+		{"ShardedAllQueriesAtOnce", dynamo.ModelSharded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			readsAfterWrites(t, tc.model, tc.uniqueLags)
+		})
+	}
 }
 
 // readsAfterWrites writes two batches through the read-lag model (the

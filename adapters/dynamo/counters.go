@@ -62,16 +62,7 @@ const (
 )
 
 func countersRideItem(r domain.LiftRide) item {
-	return item{
-		attrSkierID:  numAttr(int64(r.SkierID())),
-		attrSortKey:  strAttr(rideItemPrefix + rideSortKey(r)),
-		attrResortID: numAttr(int64(r.ResortID())),
-		attrSeasonID: strAttr(r.SeasonID()),
-		attrDayID:    numAttr(int64(r.DayID())),
-		attrTime:     numAttr(int64(r.Time())),
-		attrLiftID:   numAttr(int64(r.LiftID())),
-		attrVertical: numAttr(int64(r.Vertical())),
-	}
+	return rideAttributes(r, rideItemPrefix+rideSortKey(r))
 }
 
 // skierDay names one skier-day item; resortDay one resort-day shard.
@@ -120,7 +111,7 @@ func (s *CountersStore) AddRides(ctx context.Context, rides []domain.LiftRide) e
 	if len(unique) == 0 {
 		return nil
 	}
-	if err := s.writeRides(ctx, unique); err != nil {
+	if err := s.putRides(ctx, unique, countersRideItem); err != nil {
 		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
 	}
 	skiers, err := s.addToSkierDays(ctx, unique)
@@ -131,13 +122,6 @@ func (s *CountersStore) AddRides(ctx context.Context, rides []domain.LiftRide) e
 		return fmt.Errorf("add %d skier-days to the resort-day counters of %s: %w", len(skiers), s.resortDays.table, err)
 	}
 	return nil
-}
-
-func (s *CountersStore) writeRides(ctx context.Context, rides []domain.LiftRide) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
-	putAll(gctx, g, &s.base, rides, countersRideItem, nil)
-	return g.Wait()
 }
 
 // addToSkierDays runs phase 2 and returns the skier-days phase 3 must
@@ -366,22 +350,12 @@ func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.Re
 // season, for the resorts asked for: one small item per day skied instead
 // of every ride, in one Query.
 func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
-	totals := newResortSeasonTotals(resortIDs)
-	err := s.querySkier(ctx, "SkierSeasonVerticals", skierID, dayItemPrefix, 0,
-		totals.adder(attrTotalVertical), attrResortID, attrSeasonID, attrTotalVertical)
-	if err != nil {
-		return nil, err
-	}
-	return totals.sorted(), nil
+	return s.seasonVerticals(ctx, skierID, resortIDs, dayItemPrefix, attrTotalVertical)
 }
 
 // SkierDays lists the days of the skier's skier-day items in the season.
 func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	days := daySet{}
-	if err := s.querySkier(ctx, "SkierDays", skierID, dayItemPrefix+seasonPrefix(seasonID), 0, days.add, attrDayID); err != nil {
-		return nil, err
-	}
-	return days.sorted(), nil
+	return s.skierDays(ctx, skierID, dayItemPrefix+seasonPrefix(seasonID))
 }
 
 // SkierDayRides reads the skier's ride items of the day.
@@ -392,10 +366,5 @@ func (s *CountersStore) SkierDayRides(ctx context.Context, skierID domain.SkierI
 // CountItems counts the items of both tables: rides, skier-days and
 // resort-day shards.
 func (s *CountersStore) CountItems(ctx context.Context) (int64, error) {
-	n, err := s.base.CountItems(ctx)
-	if err != nil {
-		return 0, err
-	}
-	m, err := s.resortDays.CountItems(ctx)
-	return n + m, err
+	return countItems(ctx, &s.base, &s.resortDays)
 }

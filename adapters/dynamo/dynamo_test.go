@@ -60,24 +60,16 @@ func rideStore(t *testing.T, model string, tune func(*dynamo.Config)) dynamo.Sto
 	return s
 }
 
-func TestAdoptedRideStoreContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelAdopted, nil) },
-		storetest.Options{Rides: contractRides})
-}
-
-func TestAbandonedRideStoreContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelAbandoned, nil) },
-		storetest.Options{Rides: contractRides})
-}
-
-func TestCountersRideStoreContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelCounters, nil) },
-		storetest.Options{Rides: contractRides})
-}
-
-func TestShardedRideStoreContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, dynamo.ModelSharded, nil) },
-		storetest.Options{Rides: contractRides})
+// TestRideStoreContract runs the suite on each model in turn: the cases of
+// one model run in parallel, the models one after another, so dynalite
+// serves one model's load at a time.
+func TestRideStoreContract(t *testing.T) {
+	for _, model := range dynamo.Models {
+		t.Run(model, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) ports.RideStore { return rideStore(t, model, nil) },
+				storetest.Options{Rides: contractRides})
+		})
+	}
 }
 
 // Regression: the adopted and abandoned models asked for a skier's season

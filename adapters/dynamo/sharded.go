@@ -160,10 +160,7 @@ func shardedRideItem(r domain.LiftRide) item {
 // may never be stored.
 func (s *ShardedStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	unique := dedupe(rides)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
-	putAll(gctx, g, &s.base, unique, shardedRideItem, nil)
-	if err := g.Wait(); err != nil {
+	if err := s.putRides(ctx, unique, shardedRideItem); err != nil {
 		return fmt.Errorf("add %d rides to %s: %w", len(rides), s.table, err)
 	}
 	if err := s.writeMarkers(ctx, markersOf(unique)); err != nil {
@@ -247,10 +244,5 @@ func (s *ShardedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortI
 
 // CountItems counts the ride items and the markers.
 func (s *ShardedStore) CountItems(ctx context.Context) (int64, error) {
-	n, err := s.base.CountItems(ctx)
-	if err != nil {
-		return 0, err
-	}
-	m, err := s.markers.CountItems(ctx)
-	return n + m, err
+	return countItems(ctx, &s.base, &s.markers)
 }

@@ -312,6 +312,19 @@ func (b *base) CountItems(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// countItems is the items of all the tables.
+func countItems(ctx context.Context, tables ...*base) (int64, error) {
+	var sum int64
+	for _, t := range tables {
+		n, err := t.CountItems(ctx)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
 func capacity(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 	if cc == nil {
 		return nil

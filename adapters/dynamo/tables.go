@@ -72,38 +72,20 @@ func TableDefinitions(prefix, model string) ([]*dynamodb.CreateTableInput, error
 	if err := validModel(model); err != nil {
 		return nil, err
 	}
-	skiers := &dynamodb.CreateTableInput{
-		TableName:   aws.String(prefix + SkierTableName),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrSkierID), AttributeType: types.ScalarAttributeTypeN},
-			{AttributeName: aws.String(attrSortKey), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrResortID), AttributeType: types.ScalarAttributeTypeN},
-			{AttributeName: aws.String(attrSeasonDaySkier), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(attrSkierID), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(attrSortKey), KeyType: types.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(ResortIndexName),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrSeasonDaySkier), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}},
-	}
-	resorts := &dynamodb.CreateTableInput{
-		TableName:   aws.String(prefix + ResortTableName),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrResortID), AttributeType: types.ScalarAttributeTypeN},
-		},
+	skiers := keyedTable(prefix+SkierTableName, key{attrSkierID, types.ScalarAttributeTypeN}, key{attrSortKey, types.ScalarAttributeTypeS})
+	skiers.AttributeDefinitions = append(skiers.AttributeDefinitions,
+		types.AttributeDefinition{AttributeName: aws.String(attrResortID), AttributeType: types.ScalarAttributeTypeN},
+		types.AttributeDefinition{AttributeName: aws.String(attrSeasonDaySkier), AttributeType: types.ScalarAttributeTypeS},
+	)
+	skiers.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{{
+		IndexName: aws.String(ResortIndexName),
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSeasonDaySkier), KeyType: types.KeyTypeRange},
 		},
-	}
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+	}}
+	resorts := keyedTable(prefix+ResortTableName, key{attrResortID, types.ScalarAttributeTypeN})
 	if model == ModelAdopted || model == ModelAbandoned {
 		return []*dynamodb.CreateTableInput{skiers, resorts}, nil
 	}
@@ -113,33 +95,32 @@ func TableDefinitions(prefix, model string) ([]*dynamodb.CreateTableInput, error
 	skiers.GlobalSecondaryIndexes = nil
 	skiers.AttributeDefinitions = skiers.AttributeDefinitions[:2]
 	if model == ModelSharded {
-		markers := &dynamodb.CreateTableInput{
-			TableName:   aws.String(prefix + MarkerTableName),
-			BillingMode: types.BillingModePayPerRequest,
-			AttributeDefinitions: []types.AttributeDefinition{
-				{AttributeName: aws.String(attrResortDayShard), AttributeType: types.ScalarAttributeTypeS},
-				{AttributeName: aws.String(attrSkierID), AttributeType: types.ScalarAttributeTypeN},
-			},
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrResortDayShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrSkierID), KeyType: types.KeyTypeRange},
-			},
-		}
+		markers := keyedTable(prefix+MarkerTableName, key{attrResortDayShard, types.ScalarAttributeTypeS}, key{attrSkierID, types.ScalarAttributeTypeN})
 		return []*dynamodb.CreateTableInput{skiers, resorts, markers}, nil
 	}
-	resortDays := &dynamodb.CreateTableInput{
-		TableName:   aws.String(prefix + ResortDayTableName),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrResortID), AttributeType: types.ScalarAttributeTypeN},
-			{AttributeName: aws.String(attrSortKey), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(attrResortID), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(attrSortKey), KeyType: types.KeyTypeRange},
-		},
-	}
+	resortDays := keyedTable(prefix+ResortDayTableName, key{attrResortID, types.ScalarAttributeTypeN}, key{attrSortKey, types.ScalarAttributeTypeS})
 	return []*dynamodb.CreateTableInput{skiers, resorts, resortDays}, nil
+}
+
+// key is one attribute of a table's primary key.
+type key struct {
+	name string
+	typ  types.ScalarAttributeType
+}
+
+// keyedTable is an on-demand table keyed by hash, then range when there is
+// a second key.
+func keyedTable(name string, hash key, rng ...key) *dynamodb.CreateTableInput {
+	t := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+	for i, k := range append([]key{hash}, rng...) {
+		kt := types.KeyTypeHash
+		if i > 0 {
+			kt = types.KeyTypeRange
+		}
+		t.AttributeDefinitions = append(t.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k.name), AttributeType: k.typ})
+		t.KeySchema = append(t.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k.name), KeyType: kt})
+	}
+	return t
 }
 
 // CreateTables creates the model's tables and waits until they are active.

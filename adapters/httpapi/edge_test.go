@@ -7,14 +7,29 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/skidata/skidata/ports"
 )
 
-// call serves one request with the API's handler (no dependencies: every
-// request here must be refused before a handler uses one).
+// edgeHandler is the API's handler with no dependencies, built once: every
+// request sent to it must be refused before a handler uses one, and
+// building it reads the whole OpenAPI document.
+var edgeHandler = sync.OnceValue(func() http.Handler {
+	return NewHandler(&Handlers{Stats: nopStats{}}, slog.New(slog.DiscardHandler))
+})
+
+type nopStats struct{}
+
+func (nopStats) Observe(string, string, int, time.Duration) {}
+func (nopStats) Snapshot() []ports.EndpointStat             { return nil }
+
+// call serves one request with edgeHandler.
 func call(t *testing.T, method, target string, header http.Header, body string) (*httptest.ResponseRecorder, ResponseMsg) {
 	t.Helper()
-	h := NewHandler(&Handlers{Stats: &statsRec{}}, slog.New(slog.DiscardHandler))
+	h := edgeHandler()
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
 	for k, v := range header {
 		req.Header[k] = v

@@ -29,36 +29,45 @@ func publishAsync(ctx context.Context, q *inproc.Queue, r domain.LiftRide) <-cha
 
 func nextDelivery(t *testing.T, ch <-chan ports.Delivery) ports.Delivery {
 	t.Helper()
-	select {
-	case d := <-ch:
-		return d
-	case <-time.After(queuetest.Deadline):
-		t.Fatal("no delivery within the deadline")
-	}
-	return ports.Delivery{}
+	return receive(t, ch, "no delivery within the deadline")
 }
 
 func result(t *testing.T, res <-chan error) error {
 	t.Helper()
+	return receive(t, res, "Publish did not return within the deadline")
+}
+
+// receive is the next value on ch; the test fails, saying what is missing,
+// when none comes within queuetest.Deadline.
+func receive[T any](t *testing.T, ch <-chan T, missing string) T {
+	t.Helper()
 	select {
-	case err := <-res:
-		return err
+	case v := <-ch:
+		return v
 	case <-time.After(queuetest.Deadline):
-		t.Fatal("Publish did not return within the deadline")
+		t.Fatal(missing)
 	}
-	return nil
+	var zero T
+	return zero
+}
+
+// waitForAckQueue is a WaitForAck queue and its deliveries.
+func waitForAckQueue(t *testing.T) (*inproc.Queue, <-chan ports.Delivery) {
+	t.Helper()
+	q := inproc.New(10, inproc.WaitForAck())
+	ch, err := q.Deliveries(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, ch
 }
 
 // TestWaitForAckPublishReturnsOnceAcked: with WaitForAck a ride's Publish
 // returns only after the persister acked it (stored it); a nack keeps it
 // waiting for the redelivery's outcome.
 func TestWaitForAckPublishReturnsOnceAcked(t *testing.T) {
-	q := inproc.New(10, inproc.WaitForAck())
 	ctx := context.Background()
-	ch, err := q.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, ch := waitForAckQueue(t)
 	ride := queuetest.Rides(1, 1)[0]
 	res := publishAsync(ctx, q, ride)
 	d := nextDelivery(t, ch)
@@ -82,12 +91,8 @@ func TestWaitForAckPublishReturnsOnceAcked(t *testing.T) {
 // TestWaitForAckRejectedRideFailsItsPublish: a ride the store refuses is
 // reported to its publisher as invalid.
 func TestWaitForAckRejectedRideFailsItsPublish(t *testing.T) {
-	q := inproc.New(10, inproc.WaitForAck())
 	ctx := context.Background()
-	ch, err := q.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, ch := waitForAckQueue(t)
 	res := publishAsync(ctx, q, queuetest.Rides(1, 1)[0])
 	d := nextDelivery(t, ch)
 	if err := q.Reject(ctx, d, d.Rides); err != nil {

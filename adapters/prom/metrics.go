@@ -42,69 +42,62 @@ var _ ports.Metrics = (*Metrics)(nil)
 // New returns the metrics with a fresh registry that also carries the Go
 // runtime and process collectors.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_http_requests_total", Help: "HTTP requests answered, by route template, method and status.",
-		}, []string{"route", "method", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "skidata_http_request_duration_seconds", Help: "HTTP request latency, by route template, method and status.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"route", "method", "status"}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skidata_queue_depth", Help: "Rides published but not yet acknowledged, sampled every 100 ms (a broker counts messages: the rides of messages not yet consumed are estimated from the mean rides per message).",
-		}),
-		deadWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skidata_dead_letter_queue_messages", Help: "Messages in the dead-letter queue, however they got there (the persister's own dead letters, or the broker's after the delivery limit); 0 without one.",
-		}),
-		queueMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skidata_queue_depth_messages", Help: "Messages published but not yet acknowledged, sampled every 100 ms.",
-		}),
-		publishFails: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skidata_publish_failures_total", Help: "Rides in messages the queue would not take.",
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "skidata_persist_batch_rides", Help: "Rides per batch the persister wrote.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
-		}),
-		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "skidata_persist_write_seconds", Help: "Store write latency per batch, retries included.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}),
-		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_cache_lookups_total", Help: "Query cache lookups, by query and result (hit or miss).",
-		}, []string{"query", "result"}),
-		ridesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_rejected_total", Help: "Valid rides the API refused (answered anything but 201), by reason: rate, client_rate, queue_full, breaker_open, unavailable, not_found, canceled, error.",
-		}, []string{"reason"}),
-		ridesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_dropped_total", Help: "Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).",
-		}, []string{"reason"}),
-		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skidata_publish_breaker_state", Help: "Publish circuit breaker: 0 closed, 1 half-open, 2 open.",
-		}),
-		capacity: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_store_capacity_units_total", Help: "Capacity units consumed by store operations, by table, operation and kind (read, write).",
-		}, []string{"table", "op", "kind"}),
-		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_store_throttled_total", Help: "Store requests (or batch items) refused for lack of capacity and retried, by table and operation.",
-		}, []string{"table", "operation"}),
-		batches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skidata_persist_batches_total", Help: "Batches the persister stored and acknowledged.",
-		}),
-		failed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skidata_persist_failed_total", Help: "Rides in batches the persister could not store and handed back to the queue.",
-		}),
-		rejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skidata_persist_rejected_total", Help: "Rides the store refused as invalid (dead-lettered by a broker, dropped by the in-process queue).",
-		}),
-		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skidata_rides_dead_lettered_total", Help: "Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).",
-		}, []string{"reason"}),
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.queueDepth, m.queueMsgs, m.deadWaiting, m.publishFails, m.batchSize, m.writeLatency,
-		m.cache, m.ridesRefused, m.ridesDropped, m.breaker, m.capacity, m.throttled, m.batches, m.failed, m.rejected, m.deadLettered,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		reg.MustRegister(g)
+		return g
+	}
+	histogram := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+		reg.MustRegister(h)
+		return h
+	}
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "skidata_http_request_duration_seconds", Help: "HTTP request latency, by route template, method and status.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"route", "method", "status"})
+	reg.MustRegister(latency)
+	m := &Metrics{
+		reg:      reg,
+		requests: counterVec("skidata_http_requests_total", "HTTP requests answered, by route template, method and status.", "route", "method", "status"),
+		latency:  latency,
+		queueDepth: gauge("skidata_queue_depth",
+			"Rides published but not yet acknowledged, sampled every 100 ms (a broker counts messages: the rides of messages not yet consumed are estimated from the mean rides per message)."),
+		deadWaiting: gauge("skidata_dead_letter_queue_messages",
+			"Messages in the dead-letter queue, however they got there (the persister's own dead letters, or the broker's after the delivery limit); 0 without one."),
+		queueMsgs:    gauge("skidata_queue_depth_messages", "Messages published but not yet acknowledged, sampled every 100 ms."),
+		publishFails: counter("skidata_publish_failures_total", "Rides in messages the queue would not take."),
+		batchSize:    histogram("skidata_persist_batch_rides", "Rides per batch the persister wrote.", prometheus.ExponentialBuckets(1, 2, 14)),
+		writeLatency: histogram("skidata_persist_write_seconds", "Store write latency per batch, retries included.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
+		cache:        counterVec("skidata_cache_lookups_total", "Query cache lookups, by query and result (hit or miss).", "query", "result"),
+		ridesRefused: counterVec("skidata_rides_rejected_total",
+			"Valid rides the API refused (answered anything but 201), by reason: rate, client_rate, queue_full, breaker_open, unavailable, not_found, canceled, error.", "reason"),
+		ridesDropped: counterVec("skidata_rides_dropped_total",
+			"Rides answered 201 that this process will not store, by reason (shutdown: left queued in this process when the drain budget ran out).", "reason"),
+		breaker: gauge("skidata_publish_breaker_state", "Publish circuit breaker: 0 closed, 1 half-open, 2 open."),
+		capacity: counterVec("skidata_store_capacity_units_total",
+			"Capacity units consumed by store operations, by table, operation and kind (read, write).", "table", "op", "kind"),
+		throttled: counterVec("skidata_store_throttled_total",
+			"Store requests (or batch items) refused for lack of capacity and retried, by table and operation.", "table", "operation"),
+		batches: counter("skidata_persist_batches_total", "Batches the persister stored and acknowledged."),
+		failed:  counter("skidata_persist_failed_total", "Rides in batches the persister could not store and handed back to the queue."),
+		rejected: counter("skidata_persist_rejected_total",
+			"Rides the store refused as invalid (dead-lettered by a broker, dropped by the in-process queue)."),
+		deadLettered: counterVec("skidata_rides_dead_lettered_total",
+			"Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).", "reason"),
+	}
 	// Every labelled series an alert or dashboard reads exists from the
 	// start at 0: increase() and rate() see nothing until a series has
 	// two samples, so a counter born at its first increment would hide

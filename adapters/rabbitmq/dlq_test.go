@@ -54,24 +54,9 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	defer cancel()
 	publishGarbage(t, b)
 	good := queuetest.Rides(1, 7)[0]
-	if err := b.Publish(ctx, []domain.LiftRide{good}); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case d := <-ch:
-		if d.Rides[0] != good {
-			t.Fatalf("delivered %v; want the good ride %v (the garbage must never be handed out)", d.Rides, good)
-		}
-		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the good ride behind the garbage was not delivered")
-	}
+	ch := publishThenConsume(t, ctx, b, good)
+	// The garbage must never be handed out.
+	ackExpecting(t, ctx, b, ch, good, "the good ride behind the garbage")
 	dls := dlqHolds(t, ctx, b, 1)
 	if dls[0].BodyErr == "" || dls[0].MessageID != "garbage" || dls[0].Queue != b.Config().ShardQueue(0) {
 		t.Errorf("dead letter = %+v; want the garbage from %s with its decode error", dls[0], b.Config().ShardQueue(0))
@@ -81,6 +66,23 @@ func TestUndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 		t.Errorf("DLQReplay = %d, %v; want 0 rides moved", n, err)
 	}
 	dlqHolds(t, ctx, b, 1)
+}
+
+// ackExpecting takes the next delivery, which must begin with want, and
+// acks it; what names want in a failure.
+func ackExpecting(t *testing.T, ctx context.Context, b *rabbitmq.Broker, ch <-chan ports.Delivery, want domain.LiftRide, what string) {
+	t.Helper()
+	select {
+	case d := <-ch:
+		if len(d.Rides) == 0 || d.Rides[0] != want {
+			t.Fatalf("delivered %v; want %s, %v", d.Rides, what, want)
+		}
+		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("%s was not delivered", what)
+	}
 }
 
 // replayExpecting replays the dead-letter queue, which holds one message,
@@ -109,13 +111,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ride := queuetest.Rides(1, 9)[0]
-	if err := b.Publish(ctx, []domain.LiftRide{ride}); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := publishThenConsume(t, ctx, b, ride)
 	deliveries := 0
 	for deliveries < limit {
 		select {
@@ -147,17 +143,7 @@ func testDeliveryLimit(t *testing.T, queueType string) {
 	}
 
 	replayExpecting(t, ctx, b, 1)
-	select {
-	case d := <-ch:
-		if d.Rides[0] != ride {
-			t.Fatalf("after replay delivered %v; want %v", d.Rides, ride)
-		}
-		if err := b.Ack(ctx, []ports.Delivery{d}); err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("replayed ride was not delivered")
-	}
+	ackExpecting(t, ctx, b, ch, ride, "the replayed ride")
 	dlqHolds(t, ctx, b, 0)
 	waitFor(t, 10*time.Second, "Depth counts no dead letter after the replay", func() bool {
 		d, err := b.Depth(ctx)

@@ -38,13 +38,7 @@ func deliveredMessage(t *testing.T, cfg rabbitmq.Config, rides []domain.LiftRide
 	b := openBroker(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if err := b.Publish(ctx, rides); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	ch, err := b.Deliveries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := publishThenConsume(t, ctx, b, rides...)
 	return b, ctx, ch, take(t, ctx, ch, 1)[0]
 }
 

@@ -1,9 +1,12 @@
 package rabbitmq_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/amqptest"
 	"github.com/skidata/skidata/test/queuetest"
 )
@@ -12,6 +15,20 @@ import (
 func openBroker(t *testing.T, cfg rabbitmq.Config) *rabbitmq.Broker {
 	t.Helper()
 	return amqptest.Open(t, cfg)
+}
+
+// publishThenConsume publishes rides as one message and returns the
+// broker's deliveries.
+func publishThenConsume(t *testing.T, ctx context.Context, b *rabbitmq.Broker, rides ...domain.LiftRide) <-chan ports.Delivery {
+	t.Helper()
+	if err := b.Publish(ctx, rides); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	ch, err := b.Deliveries(ctx)
+	if err != nil {
+		t.Fatalf("Deliveries: %v", err)
+	}
+	return ch
 }
 
 func contract(cfg rabbitmq.Config) queuetest.NewQueue {

@@ -34,47 +34,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 	if len(args) > 0 && args[0] == "sweep" {
 		return sweep(ctx, args[1:], stdout, stderr, tty)
 	}
-	fs := flag.NewFlagSet("skiload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg := loadgen.DefaultConfig()
-	cfg.RegisterFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: skiload [flags]
-
-POSTs random lift rides to the Ski Data API: --phase1-workers start at once;
-when the first of them finishes, --phase2-workers join. Prints successes,
-failures, throughput, latency percentiles, retries and status counts.
---mode get runs the three GET test cases instead, asking about the skiers
-and days the POST load with the same --seed created (so the answers are
-200s); --mode all runs the POST load, waits for the queue to drain, then
-the GETs. --rate N makes every case open-loop: N requests a second at fixed
-times whatever the answers do, latency from each request's intended start
-(corrected for coordinated omission) in an HDR histogram. --baseline runs
-every case against a trivial net/http server too (skiload starts it as a
-process of its own), for this machine's ceiling. Every case reports the
-CPU each request cost the service (from its /metrics) and the baseline,
-and any process --cpu-of or --cpu-metrics names; measure it open loop at
-a rate below saturation. --verify checks afterwards that the store holds every ride
-answered 201 (exact only on a fresh service: rides already there show as
-"extra", never as lost). Exit 0 all good, 1 failures, requests not sent or
-lost rides, 2 bad usage.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	p, code, ok := parse(fs, args, func() error { return cfg.Validate() }, stderr, tty)
+	p, code, ok := parse("skiload", runUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
 	if !ok {
 		return code
 	}
 	return loadgen.Run(ctx, cfg, stdout, p)
 }
 
-// parse parses args into fs's flags and validates them; when the command
-// should not run, it returns its exit code (0 after --help, 2 for bad
-// usage, said on stderr). Otherwise it returns the progress reporter
-// (silent with --quiet).
-func parse(fs *flag.FlagSet, args []string, validate func() error, stderr io.Writer, tty bool) (*loadgen.Progress, int, bool) {
+// parse parses args into the flags register binds and validates them; when
+// the command should not run, it returns its exit code (0 after --help, 2
+// for bad usage, said on stderr). Otherwise it returns the progress
+// reporter (silent with --quiet). --help prints usage, then the flags.
+func parse(name, usage string, register func(*flag.FlagSet), validate func() error, args []string, stderr io.Writer, tty bool) (*loadgen.Progress, int, bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,12 +78,40 @@ func parse(fs *flag.FlagSet, args []string, validate func() error, stderr io.Wri
 
 // sweep runs `skiload sweep`: the batching study.
 func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := flag.NewFlagSet("skiload sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg := loadgen.DefaultSweepConfig()
-	cfg.RegisterFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: skiload sweep --vary flag=v1,v2 [--vary flag=v1,v2 ...] [flags]
+	p, code, ok := parse("skiload sweep", sweepUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
+	if !ok {
+		return code
+	}
+	return loadgen.RunSweep(ctx, cfg, stdout, p)
+}
+
+// runUsage is what `skiload --help` prints before the flags.
+const runUsage = `Usage: skiload [flags]
+
+POSTs random lift rides to the Ski Data API: --phase1-workers start at once;
+when the first of them finishes, --phase2-workers join. Prints successes,
+failures, throughput, latency percentiles, retries and status counts.
+--mode get runs the three GET test cases instead, asking about the skiers
+and days the POST load with the same --seed created (so the answers are
+200s); --mode all runs the POST load, waits for the queue to drain, then
+the GETs. --rate N makes every case open-loop: N requests a second at fixed
+times whatever the answers do, latency from each request's intended start
+(corrected for coordinated omission) in an HDR histogram. --baseline runs
+every case against a trivial net/http server too (skiload starts it as a
+process of its own), for this machine's ceiling. Every case reports the
+CPU each request cost the service (from its /metrics) and the baseline,
+and any process --cpu-of or --cpu-metrics names; measure it open loop at
+a rate below saturation. --verify checks afterwards that the store holds every ride
+answered 201 (exact only on a fresh service: rides already there show as
+"extra", never as lost). Exit 0 all good, 1 failures, requests not sent or
+lost rides, 2 bad usage.
+
+Flags:
+`
+
+// sweepUsage is what `skiload sweep --help` prints before the flags.
+const sweepUsage = `Usage: skiload sweep --vary flag=v1,v2 [--vary flag=v1,v2 ...] [flags]
 
 A batching study. For every combination of the values --vary gives
 skiapi's flags, starts skiapi afresh (with --service-flags; the API and
@@ -120,12 +127,4 @@ Example (RabbitMQ quorum + PostgreSQL):
     --vary amqp-publish-linger=0s,5ms --chart sweep.svg --json sweep.json
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	p, code, ok := parse(fs, args, func() error { return cfg.Validate() }, stderr, tty)
-	if !ok {
-		return code
-	}
-	return loadgen.RunSweep(ctx, cfg, stdout, p)
-}
+`

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/test/poll"
 )
@@ -33,6 +34,14 @@ var (
 	endpoint string // the strictness proxy every test client goes through
 	upstream string // dynalite itself
 )
+
+// quickTables makes dynalite's tables active (and gone) as soon as they are
+// created (deleted): by default it holds each in CREATING for 500 ms, and
+// the test packages create a fresh set of tables for nearly every test. A
+// later flag in Main's args overrides it. EndpointOrStart and
+// UpstreamOrStart keep dynalite's delay, so the end-to-end tests still see
+// the service wait for new tables to become active.
+var quickTables = []string{"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 
 // Main starts dynalite (unless EnvEndpoint is set), runs the tests and stops
 // it. When the server cannot be started it prints why and how to fix it and
@@ -50,7 +59,7 @@ func Main(m *testing.M, args ...string) int {
 		endpoint, upstream = px.URL, ep
 		return m.Run()
 	}
-	srv, err := dynamosim.Start(args...)
+	srv, err := dynamosim.Start(append(quickTables, args...)...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: no DynamoDB test server: %v\n", err)
 		return 1

@@ -167,6 +167,7 @@ func postRideFull(client *http.Client, base string, r rolesRide) clusterOutcome 
 // node they are connected to is killed (SIGKILL, by its PID): they must
 // move to another node of the list (docs/operations.md).
 func TestClusterLeaderNodeLossLosesNoRide(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"stop-node", "kill-node"} {
 		t.Run(how, func(t *testing.T) { leaderNodeLoss(t, how) })
 	}

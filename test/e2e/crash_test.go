@@ -153,6 +153,7 @@ func waitEveryAcceptedStoredOnce(t *testing.T, conn *pgx.Conn, schema string, ac
 // PostgreSQL, a 201 comes after the store committed the ride, so killing
 // the process mid-load loses none of the rides it answered 201 for.
 func TestKill9InprocPostgresLosesNoAcceptedRide(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	cfg, admin := postgresConfig(t)
 	flags := []string{"--store", "postgres", "--database-url", cfg.Postgres.URL, "--db-schema", cfg.Postgres.Schema, "--shutdown-timeout", "30s"}
@@ -171,6 +172,7 @@ func TestKill9InprocPostgresLosesNoAcceptedRide(t *testing.T) {
 // deliveries), then restarted: every ride answered 201 reaches the store,
 // once.
 func TestKill9RabbitMQRolesLoseNoAcceptedRide(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	cfg, admin := postgresConfig(t)
 	url, prefix := rabbitTopology(t, "crash")

@@ -60,6 +60,7 @@ func metricValue(t *testing.T, base, series string) string {
 // back, so afterwards the dead-letter queue is empty, every ride answered
 // 201 is stored once, and /metrics counts no failed or dead-lettered ride.
 func TestStoreOutageLongerThanDeliveryLimitDeadLettersNothing(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	cfg, admin := postgresConfig(t)
 	upstream, err := url.Parse(pgtest.URL())

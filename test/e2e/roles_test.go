@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,21 +22,6 @@ import (
 // The tests here run skiapi as an operator would: one process with --role
 // api and one with --role consumer, sharing a RabbitMQ prefix and a
 // PostgreSQL schema of their own.
-
-// buildSkiapi compiles cmd/skiapi into the test's temporary directory.
-func buildSkiapi(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build skiapi for this test: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "skiapi")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/skidata/skidata/cmd/skiapi").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build skiapi: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // proc is one running skiapi.
 type proc struct {
@@ -248,6 +232,7 @@ func waitStoredExactly(t *testing.T, base string, want []rolesRide) {
 // process are stored by the consumer process, each once (a ride posted twice
 // too), and both exit 0 on SIGTERM.
 func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
@@ -272,6 +257,7 @@ func TestRolesAsSeparateProcessesOverRabbitMQ(t *testing.T) {
 // SIGKILL while rides are being posted and stored; a new consumer takes
 // over, and every ride answered 201 is stored exactly once.
 func TestConsumerKilledMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	bin := buildSkiapi(t)
 	flags := rolesSetup(t)
 	api := startSkiapi(t, "api", bin, append([]string{"--role", "api"}, flags...)...)

@@ -42,16 +42,24 @@ func roundTrip(c net.Conn, line string) (string, error) {
 	return bufio.NewReader(c).ReadString('\n')
 }
 
-func TestCutClosesConnectionsAndRestoreForwardsAgain(t *testing.T) {
-	p := faultproxy.Start(t, echoServer(t))
-	c, err := net.Dial("tcp", p.Addr())
+// dialEcho connects to addr and checks that line comes back; when says
+// when, in a failure. The connection is closed when the test ends.
+func dialEcho(t *testing.T, addr, line, when string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if got, err := roundTrip(c, "hello"); err != nil || got != "hello\n" {
-		t.Fatalf("through the proxy: %q, %v; want the echo", got, err)
+	t.Cleanup(func() { c.Close() })
+	if got, err := roundTrip(c, line); err != nil || got != line+"\n" {
+		t.Fatalf("%s: %q, %v; want the echo", when, got, err)
 	}
+	return c
+}
+
+func TestCutClosesConnectionsAndRestoreForwardsAgain(t *testing.T) {
+	p := faultproxy.Start(t, echoServer(t))
+	c := dialEcho(t, p.Addr(), "hello", "through the proxy")
 	p.Cut()
 	if _, err := roundTrip(c, "again"); err == nil {
 		t.Fatal("a connection open across Cut still works; want it closed")
@@ -63,12 +71,5 @@ func TestCutClosesConnectionsAndRestoreForwardsAgain(t *testing.T) {
 		c2.Close()
 	}
 	p.Restore()
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	if got, err := roundTrip(c3, "back"); err != nil || got != "back\n" {
-		t.Fatalf("after Restore: %q, %v; want the echo", got, err)
-	}
+	dialEcho(t, p.Addr(), "back", "after Restore")
 }

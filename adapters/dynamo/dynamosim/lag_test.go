@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -26,18 +27,24 @@ func lagClient(t *testing.T) *dynamodb.Client {
 // indexCount counts the index entries under G = g (Select COUNT).
 func indexCount(t *testing.T, c *dynamodb.Client, table, g string) int32 {
 	t.Helper()
-	out, err := c.Query(dynamotest.Context(t), &dynamodb.QueryInput{
+	in := indexQuery(table, g)
+	in.Select = types.SelectCount
+	out, err := c.Query(dynamotest.Context(t), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Count
+}
+
+// indexQuery asks the index for the entries of G = g.
+func indexQuery(table, g string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                 aws.String(table),
 		IndexName:                 aws.String("g-index"),
 		KeyConditionExpression:    aws.String("#g = :g"),
 		ExpressionAttributeNames:  map[string]string{"#g": "G"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": s(g)},
-		Select:                    types.SelectCount,
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	return out.Count
 }
 
 // tableItems reads the items of PK = pk, consistently or not, projecting V.
@@ -173,13 +180,8 @@ func TestConsistentReadOfAnIndexIsRefused(t *testing.T) {
 	t.Parallel()
 	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.Query(dynamotest.Context(t), &dynamodb.QueryInput{
-		TableName:                 aws.String(table),
-		IndexName:                 aws.String("g-index"),
-		KeyConditionExpression:    aws.String("#g = :g"),
-		ExpressionAttributeNames:  map[string]string{"#g": "G"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("r")},
-		ConsistentRead:            aws.Bool(true),
-	})
+	in := indexQuery(table, "r")
+	in.ConsistentRead = aws.Bool(true)
+	_, err := c.Query(dynamotest.Context(t), in)
 	wantRefused(t, err, "ValidationException", "Consistent reads are not supported on global secondary indexes")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/test/dynamotest"
 )
@@ -94,6 +95,15 @@ func b(v []byte) types.AttributeValue { return &types.AttributeValueMemberB{Valu
 
 // wantRefused fails unless err is AWS's error code with a message
 // containing want.
+// updateItemA updates the item PK 1, SK "a" of table, the item the
+// update-expression cases work on.
+func updateItemA(t *testing.T, c *dynamodb.Client, table string, in dynamodb.UpdateItemInput) error {
+	in.TableName = aws.String(table)
+	in.Key = map[string]types.AttributeValue{"PK": n(1), "SK": s("a")}
+	_, err := c.UpdateItem(dynamotest.Context(t), &in)
+	return err
+}
+
 func wantRefused(t *testing.T, err error, code, want string) {
 	t.Helper()
 	var api smithy.APIError
@@ -150,12 +160,10 @@ func TestEmptyStringIndexKeySetByUpdateIsRefused(t *testing.T) {
 	c := dynamotest.Client(t)
 	table := newTable(t, c)
 	upd := func(c *dynamodb.Client) error {
-		_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{TableName: aws.String(table),
-			Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
+		return updateItemA(t, c, table, dynamodb.UpdateItemInput{
 			UpdateExpression:          aws.String("SET #g = :g"),
 			ExpressionAttributeNames:  map[string]string{"#g": "GS"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("")}})
-		return err
 	}
 	dynaliteAccepts(t, upd(dynamosim.ClientFor(dynamotest.Upstream(t))))
 	wantRefused(t, upd(c), "ValidationException", "cannot contain an empty string value. Key: GS")
@@ -239,50 +247,53 @@ func TestUnusedExpressionAttributeNameIsRefused(t *testing.T) {
 	wantRefused(t, err, "ValidationException", "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}")
 }
 
-func TestUnusedExpressionAttributeValueIsRefused(t *testing.T) {
+// An update expression must use every name and value it is given and be
+// given every one it uses.
+func TestUpdateExpressionAttributeMistakesAreRefused(t *testing.T) {
 	t.Parallel()
 	c := dynamotest.Client(t)
 	table := newTable(t, c)
-	_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
-		UpdateExpression:          aws.String("ADD #t :v"),
-		ExpressionAttributeNames:  map[string]string{"#t": "Total"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1), ":unused": n(2)},
-	})
-	wantRefused(t, err, "ValidationException", "Value provided in ExpressionAttributeValues unused in expressions: keys: {:unused}")
+	for _, tc := range []struct {
+		name string
+		in   dynamodb.UpdateItemInput
+		want string
+	}{
+		{"UnusedValue", dynamodb.UpdateItemInput{
+			UpdateExpression:          aws.String("ADD #t :v"),
+			ExpressionAttributeNames:  map[string]string{"#t": "Total"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1), ":unused": n(2)},
+		}, "Value provided in ExpressionAttributeValues unused in expressions: keys: {:unused}"},
+		{"MissingName", dynamodb.UpdateItemInput{
+			UpdateExpression:          aws.String("ADD #t :v"),
+			ConditionExpression:       aws.String("NOT contains(#keys, :k)"),
+			ExpressionAttributeNames:  map[string]string{"#t": "Total"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1), ":k": s("x")},
+		}, "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #keys"},
+		{"MissingValue", dynamodb.UpdateItemInput{
+			UpdateExpression:          aws.String("ADD #t :v, #keys :set"),
+			ExpressionAttributeNames:  map[string]string{"#t": "Total", "#keys": "Keys"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)},
+		}, "Invalid UpdateExpression: An expression attribute value used in expression is not defined; attribute value: :set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRefused(t, updateItemA(t, c, table, tc.in), "ValidationException", tc.want)
+		})
+	}
 }
 
-func TestMissingExpressionAttributeNameAndValueAreRefused(t *testing.T) {
-	t.Parallel()
-	c := dynamotest.Client(t)
-	table := newTable(t, c)
-	_, err := c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
-		UpdateExpression:          aws.String("ADD #t :v"),
-		ConditionExpression:       aws.String("NOT contains(#keys, :k)"),
-		ExpressionAttributeNames:  map[string]string{"#t": "Total"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1), ":k": s("x")},
-	})
-	wantRefused(t, err, "ValidationException", "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #keys")
-	_, err = c.UpdateItem(dynamotest.Context(t), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{"PK": n(1), "SK": s("a")},
-		UpdateExpression:          aws.String("ADD #t :v, #keys :set"),
-		ExpressionAttributeNames:  map[string]string{"#t": "Total", "#keys": "Keys"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)},
-	})
-	wantRefused(t, err, "ValidationException", "Invalid UpdateExpression: An expression attribute value used in expression is not defined; attribute value: :set")
+// starvedTable is a new table behind a throughput model that allows each
+// partition almost nothing, and a client of it that does not retry.
+func starvedTable(t *testing.T) (*dynamosim.Proxy, *dynamodb.Client, string) {
+	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
+	c := dynamosim.ClientFor(px.URL, noRetry)
+	return px, c, newTable(t, c)
 }
 
 // With a partition allowed almost nothing, the second write to one
 // partition key value is throttled as AWS answers, and another key is not.
 func TestThroughputModelThrottlesOnePartitionKey(t *testing.T) {
 	t.Parallel()
-	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
-	c := dynamosim.ClientFor(px.URL, noRetry)
-	table := newTable(t, c)
+	px, c, table := starvedTable(t)
 	put := func(pk int, sk string) error {
 		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(pk), "SK": s(sk)}})
@@ -309,9 +320,7 @@ func TestThroughputModelThrottlesOnePartitionKey(t *testing.T) {
 // and writes the others.
 func TestThroughputModelReturnsThrottledBatchItemsUnprocessed(t *testing.T) {
 	t.Parallel()
-	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
-	c := dynamosim.ClientFor(px.URL, noRetry)
-	table := newTable(t, c)
+	_, c, table := starvedTable(t)
 	// Three items of PK 1 (one admitted), two of PK 2 and 3 (all admitted).
 	reqs := append(puts(1, 1, func(int) string { return "a" }), puts(1, 1, func(int) string { return "b" })...)
 	reqs = append(reqs, puts(1, 1, func(int) string { return "c" })...)
@@ -342,9 +351,7 @@ func TestThroughputModelReturnsThrottledBatchItemsUnprocessed(t *testing.T) {
 // index partition, and the index's refusal says so.
 func TestThroughputModelThrottlesAHotIndexKey(t *testing.T) {
 	t.Parallel()
-	px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: 0.001})
-	c := dynamosim.ClientFor(px.URL, noRetry)
-	table := newTable(t, c)
+	_, c, table := starvedTable(t)
 	put := func(pk int) error {
 		_, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"PK": n(pk), "SK": s("a"), "G": s("resort-1"), "GS": s(strconv.Itoa(pk))}})
