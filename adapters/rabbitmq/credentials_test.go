@@ -1,12 +1,10 @@
 package rabbitmq_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,7 +37,7 @@ func TestPasswordRotatedAtTheBrokerIsReadAgainOnReconnect(t *testing.T) {
 	user, rawURL := amqptest.User(t, oldPassword)
 	secret := &rotatingSecret{}
 	secret.password.Store(oldPassword)
-	var logs syncBuffer
+	var logs logBuffer
 	prefix := amqptest.Prefix(t)
 	cfg := rabbitmq.Config{
 		URL: rawURL, Prefix: prefix, Shards: 2, ConnectionName: prefix, ReconnectMaxInterval: 300 * time.Millisecond,
@@ -114,21 +112,4 @@ func TestCredentialsErrorFailsOpen(t *testing.T) {
 	if !strings.Contains(err.Error(), "secret not found") || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("Open: %v; want the source's reason", err)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
