@@ -216,7 +216,7 @@ func WriteLabSVG(w io.Writer, rs []Report, t Traffic) {
 	}
 	lo, hi := 0.1, decadeAbove(maxR)
 	sr := logScale(lo, hi)
-	c.heading("Read units a query, by query type (log scale; at least 0.5 a request, eventually consistent)", "")
+	c.heading("Read units a query, by query type (log scale; table reads strongly consistent, 1 unit a 4 KB; index reads eventually, 0.5; at least 0.5 a request)", "")
 	c.legend(Kinds, KindColors)
 	const sub = 6.0
 	rowH := sub*float64(len(Kinds)) + 6
