@@ -21,7 +21,7 @@ import (
 // in deploy/cfnspec/package-lock.json, installed by scripts/services.sh):
 // db.json.gz, built from the resource provider schemas of CloudFormation's
 // registry, which the CDK keeps current. cfn-lint would do more, but it is
-// Python and this machine has no PyPI; this checks what the issue asks:
+// Python and this machine has no PyPI; this checks what a template must get right:
 // every resource type and property exists, required properties are present,
 // values have the specified shape, and every Ref, GetAtt, Sub variable,
 // FindInMap, Condition and DependsOn resolves.
