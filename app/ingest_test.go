@@ -480,3 +480,41 @@ func TestOneClientOverItsRateLeavesTheOthersTheirs(t *testing.T) {
 		t.Errorf("greedy client a second later: %v; want its refilled token", err)
 	}
 }
+
+// TestANoisyClientAtTenTimesItsShareLeavesAQuietClientUnder1PercentRefused:
+// the server takes 1,000 rides a second, a client's share is 200. Over
+// ten seconds of a simulated clock, one client sends 2,000 a second (ten
+// times its share, twice the server's rate) and another 100. With the
+// per-client limit the quiet client is refused less than 1% of the time;
+// without it (the contrast that shows the test can fail) the noisy client
+// spends the server's bucket and the quiet one is refused far more often.
+func TestANoisyClientAtTenTimesItsShareLeavesAQuietClientUnder1PercentRefused(t *testing.T) {
+	quietRefusedShare := func(adm AdmissionConfig) float64 {
+		in := startIngest(t, &recordingPublisher{}, &settableDepth{}, adm, PublishConfig{}, ports.NopMetrics{})
+		clock := time.Unix(1_700_000_000, 0)
+		in.now = func() time.Time { return clock }
+		noisy, quiet := ports.WithClient(context.Background(), "192.0.2.1"), ports.WithClient(context.Background(), "192.0.2.2")
+		var sent, refused int
+		for ms := range 10_000 {
+			clock = clock.Add(time.Millisecond)
+			_ = in.AddRide(noisy, aRide) // two a millisecond: 2,000 a second
+			_ = in.AddRide(noisy, aRide)
+			if ms%10 == 0 { // one every ten: 100 a second
+				sent++
+				if err := in.AddRide(quiet, aRide); errors.Is(err, domain.ErrOverloaded) {
+					refused++
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Logf("quiet refused %d of %d", refused, sent)
+		return float64(refused) / float64(sent)
+	}
+	if got := quietRefusedShare(AdmissionConfig{Rate: 1000, Burst: 100, ClientRate: 200}); got > 0.01 {
+		t.Errorf("with --client-rate the quiet client was refused %.1f%% of the time; want at most 1%%", 100*got)
+	}
+	if got := quietRefusedShare(AdmissionConfig{Rate: 1000, Burst: 100}); got <= 0.01 {
+		t.Errorf("without --client-rate the quiet client was refused %.1f%% of the time; the noisy client should have crowded it out", 100*got)
+	}
+}
