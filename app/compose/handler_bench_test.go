@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skidata/skidata/test/poll"
 )
 
 // The service's own CPU per request, memory mode, without the network:
@@ -70,16 +72,14 @@ func BenchmarkHandlerGetSeasonTotals(b *testing.B) {
 	if h.ServeHTTP(w, post); w.Code != http.StatusCreated {
 		b.Fatalf("POST the skier's ride = %d %s", w.Code, w.Body)
 	}
-	get := func() *httptest.ResponseRecorder {
+	poll.Until(b, 10*time.Second, "the skier's ride reaching the store", func() string {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/skiers/7/vertical?resort=1&season=2024", nil))
-		return w
-	}
-	for deadline := time.Now().Add(10 * time.Second); get().Code != http.StatusOK; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the skier's ride never reached the store")
+		if w.Code != http.StatusOK {
+			return fmt.Sprintf("GET answering %d", w.Code)
 		}
-	}
+		return ""
+	})
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
