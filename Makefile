@@ -5,9 +5,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: test test-cluster test-deploy run generate check-generated vet fmt-check services build release
 
-## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race
+## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race.
+## The packages whose tests mostly wait (RabbitMQ nodes booting, processes
+## started and killed, dynalite) go first, and four programs (compiles or
+## test binaries) run at once rather than one per core: while one waits,
+## another compiles.
+SLOW_FIRST := ./test/e2e/ ./adapters/dynamo/ ./cmd/skiload/ ./cmd/skibench/internal/bench/ ./deploy/
 test: services fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p 4 -timeout 20m $(SLOW_FIRST) ./...
 
 ## test-cluster: the RabbitMQ failover test (three local nodes of its own,
 ## the leader of the ride queues stopped and killed under load) and the

@@ -168,10 +168,18 @@ func postRideFull(client *http.Client, base string, r rolesRide) clusterOutcome 
 // move to another node of the list (docs/operations.md).
 func TestClusterLeaderNodeLossLosesNoRide(t *testing.T) {
 	t.Parallel()
+	// Each case runs a cluster of its own on ports of its own, so the
+	// three run at once: most of a case's time is its nodes booting.
 	for _, how := range []string{"stop-node", "kill-node"} {
-		t.Run(how, func(t *testing.T) { leaderNodeLoss(t, how) })
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			leaderNodeLoss(t, how)
+		})
 	}
-	t.Run("kill-connected-node", connectedNodeLoss)
+	t.Run("kill-connected-node", func(t *testing.T) {
+		t.Parallel()
+		connectedNodeLoss(t)
+	})
 }
 
 // clusterFlags are the flags both processes take, but for --role and
