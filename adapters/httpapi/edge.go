@@ -13,8 +13,12 @@ import (
 // each route on the ServeMux behind the checks every route shares, which
 // must run before the generated wrapper binds the parameters (the
 // wrapper's middlewares run after the binding, too late to word these
-// errors).
-type checkedRouter struct{ *http.ServeMux }
+// errors). A route named in inFront is served by the handler made for it
+// from the generated one, behind the same checks.
+type checkedRouter struct {
+	*http.ServeMux
+	inFront map[string]func(generated http.Handler) http.Handler
+}
 
 // pathParam matches a wildcard of a route pattern, "{resortID}".
 var pathParam = regexp.MustCompile(`\{(\w+)\}`)
@@ -24,7 +28,10 @@ func (m checkedRouter) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 	for _, p := range pathParam.FindAllStringSubmatch(pattern, -1) {
 		params = append(params, p[1])
 	}
-	next := http.HandlerFunc(h)
+	next := http.Handler(http.HandlerFunc(h))
+	if front, ok := m.inFront[pattern]; ok {
+		next = front(next)
+	}
 	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := malformedQuery(r.URL.RawQuery); msg != "" {
 			writeJSONError(w, http.StatusBadRequest, msg)

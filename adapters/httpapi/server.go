@@ -34,6 +34,12 @@ const RateLimitPolicy = "ingest"
 // with the strict handlers, wrapped in the body limit, latency statistics and
 // JSON errors.
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
+	return newHandler(h, log, true)
+}
+
+// newHandler is NewHandler; withRideRoute false leaves the ride's POST to
+// the generated route alone, for the test that compares the two.
+func newHandler(h *Handlers, log *slog.Logger, withRideRoute bool) http.Handler {
 	errs := errorWriter{log: log}
 	var middlewares []StrictMiddlewareFunc
 	if h.ClientAddress != nil {
@@ -47,13 +53,20 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	if err != nil {
 		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
 	}
-	mux := http.NewServeMux()
+	router := checkedRouter{ServeMux: http.NewServeMux()}
+	if withRideRoute {
+		router.inFront = map[string]func(http.Handler) http.Handler{
+			writeRidePattern: func(generated http.Handler) http.Handler {
+				return rideRoute{handlers: h, generated: generated, errs: errs}
+			},
+		}
+	}
 	HandlerWithOptions(strict, StdHTTPServerOptions{
-		BaseRouter:       checkedRouter{mux},
+		BaseRouter:       router,
 		ErrorHandlerFunc: errs.paramError,
 		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
 	})
-	return &instrumented{mux: mux, stats: h.Stats}
+	return &instrumented{mux: router.ServeMux, stats: h.Stats}
 }
 
 // instrumented applies what every request needs, around the router.
