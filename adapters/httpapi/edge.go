@@ -14,10 +14,12 @@ import (
 // must run before the generated wrapper binds the parameters (the
 // wrapper's middlewares run after the binding, too late to word these
 // errors). A route named in inFront is served by the handler made for it
-// from the generated one, behind the same checks.
+// from the generated one (directroutes.go), behind the same checks; placed
+// records which were.
 type checkedRouter struct {
 	*http.ServeMux
 	inFront map[string]func(generated http.Handler) http.Handler
+	placed  map[string]bool
 }
 
 // pathParam matches a wildcard of a route pattern, "{resortID}".
@@ -31,6 +33,7 @@ func (m checkedRouter) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 	next := http.Handler(http.HandlerFunc(h))
 	if front, ok := m.inFront[pattern]; ok {
 		next = front(next)
+		m.placed[pattern] = true
 	}
 	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := malformedQuery(r.URL.RawQuery); msg != "" {

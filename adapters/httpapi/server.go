@@ -37,9 +37,9 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	return newHandler(h, log, true)
 }
 
-// newHandler is NewHandler; withRideRoute false leaves the ride's POST to
-// the generated route alone, for the test that compares the two.
-func newHandler(h *Handlers, log *slog.Logger, withRideRoute bool) http.Handler {
+// newHandler is NewHandler; withDirectRoutes false leaves every route to the
+// generated code alone, for the test that compares the two.
+func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handler {
 	errs := errorWriter{log: log}
 	var middlewares []StrictMiddlewareFunc
 	if h.ClientAddress != nil {
@@ -53,19 +53,20 @@ func newHandler(h *Handlers, log *slog.Logger, withRideRoute bool) http.Handler 
 	if err != nil {
 		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
 	}
-	router := checkedRouter{ServeMux: http.NewServeMux()}
-	if withRideRoute {
-		router.inFront = map[string]func(http.Handler) http.Handler{
-			writeRidePattern: func(generated http.Handler) http.Handler {
-				return rideRoute{handlers: h, generated: generated, errs: errs}
-			},
-		}
+	router := checkedRouter{ServeMux: http.NewServeMux(), placed: map[string]bool{}}
+	if withDirectRoutes {
+		router.inFront = direct{h: h, errs: errs}.routes()
 	}
 	HandlerWithOptions(strict, StdHTTPServerOptions{
 		BaseRouter:       router,
 		ErrorHandlerFunc: errs.paramError,
 		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
 	})
+	for pattern := range router.inFront {
+		if !router.placed[pattern] {
+			panic("httpapi: no generated route " + pattern + " for its direct route to stand in front of") // TestTheDirectRoutesAnswerAsTheGeneratedRoutes builds this handler
+		}
+	}
 	return &instrumented{mux: router.ServeMux, stats: h.Stats}
 }
 

@@ -1,0 +1,231 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/skidata/skidata/ports"
+)
+
+// The direct routes serve the requests a resort makes all day (a lift's
+// ride, and the three queries skiload measures) without the generated
+// wrapper, when the request is the common one: ids within 32 bits, the
+// query parameters present, and for a ride no Content-Encoding and a body
+// of declared length that is the plain {"time":T,"liftID":L} object. They
+// read the ids with strconv, the query once and a ride's body once, where
+// the generated route binds each parameter by reflection, parses the query
+// once per parameter, reads the body for the strict check (strictBodies)
+// and decodes it again with encoding/json: in-process that was 14 of a
+// POST's 46 allocations.
+//
+// Any other request goes to the generated route as it came (a ride's body,
+// if read, handed on unchanged), so every answer, errors included, is the
+// generated route's: TestTheDirectRoutesAnswerAsTheGeneratedRoutes and its
+// fuzz target hold the two to it.
+
+// Patterns of the direct routes, as the generated code registers them.
+const (
+	dayVerticalPattern  = "GET /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}"
+	resortTotalsPattern = "GET /skiers/{skierID}/vertical"
+	resortSkiersPattern = "GET /resorts/{resortID}/seasons/{seasonID}/day/{dayID}/skiers"
+)
+
+// direct holds what the direct routes answer with.
+type direct struct {
+	h    *Handlers
+	errs errorWriter
+}
+
+// routes maps each direct route's pattern to the handler that serves it in
+// front of the generated one.
+func (d direct) routes() map[string]func(generated http.Handler) http.Handler {
+	serve := func(try func(http.ResponseWriter, *http.Request) bool) func(http.Handler) http.Handler {
+		return func(generated http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !try(w, r) {
+					generated.ServeHTTP(w, r)
+				}
+			})
+		}
+	}
+	return map[string]func(http.Handler) http.Handler{
+		writeRidePattern:    serve(d.writeRide),
+		dayVerticalPattern:  serve(d.dayVertical),
+		resortTotalsPattern: serve(d.resortTotals),
+		resortSkiersPattern: serve(d.resortSkiers),
+	}
+}
+
+// pathInt32 is the path parameter name read as an int32, as the generated
+// binding reads it (the router has already refused any spelling but plain
+// decimal).
+func pathInt32(r *http.Request, name string) (int32, bool) {
+	v, err := strconv.ParseInt(r.PathValue(name), 10, 32)
+	return int32(v), err == nil
+}
+
+// answer ends a direct route as the generated strict handler would: err
+// from the handler, or from writing its response, goes to the error writer.
+func (d direct) answer(w http.ResponseWriter, r *http.Request, err error) bool {
+	if err != nil {
+		d.errs.responseError(w, r, err)
+	}
+	return true
+}
+
+func (d direct) writeRide(w http.ResponseWriter, r *http.Request) bool {
+	resort, rok := pathInt32(r, "resortID")
+	skier, sok := pathInt32(r, "skierID")
+	if !rok || !sok || r.ContentLength <= 0 || r.Header["Content-Encoding"] != nil {
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		d.errs.requestError(w, r, err) // as strictBodies answers it
+		return true
+	}
+	t, lift, ok := scanRide(body)
+	if !ok {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return false
+	}
+	ctx := r.Context()
+	if d.h.ClientAddress != nil { // as clientOfRide does
+		ctx = ports.WithClient(ctx, d.h.ClientAddress(r))
+	}
+	resp, err := d.h.WriteNewLiftRide(ctx, WriteNewLiftRideRequestObject{
+		ResortID: resort, SeasonID: r.PathValue("seasonID"), DayID: r.PathValue("dayID"), SkierID: skier,
+		Body: &LiftRide{Time: &t, LiftID: &lift},
+	})
+	if err == nil {
+		err = resp.VisitWriteNewLiftRideResponse(w)
+	}
+	return d.answer(w, r, err)
+}
+
+func (d direct) dayVertical(w http.ResponseWriter, r *http.Request) bool {
+	resort, rok := pathInt32(r, "resortID")
+	skier, sok := pathInt32(r, "skierID")
+	if !rok || !sok {
+		return false
+	}
+	resp, err := d.h.GetSkierDayVertical(r.Context(), GetSkierDayVerticalRequestObject{
+		ResortID: resort, SeasonID: r.PathValue("seasonID"), DayID: r.PathValue("dayID"), SkierID: skier,
+	})
+	if err == nil {
+		err = resp.VisitGetSkierDayVerticalResponse(w)
+	}
+	return d.answer(w, r, err)
+}
+
+func (d direct) resortTotals(w http.ResponseWriter, r *http.Request) bool {
+	skier, ok := pathInt32(r, "skierID")
+	query := r.URL.Query()
+	resorts, found := query["resort"]
+	if !ok || !found {
+		return false
+	}
+	params := GetSkierResortTotalsParams{Resort: resorts}
+	if seasons, found := query["season"]; found {
+		params.Season = &seasons
+	}
+	resp, err := d.h.GetSkierResortTotals(r.Context(), GetSkierResortTotalsRequestObject{SkierID: skier, Params: params})
+	if err == nil {
+		err = resp.VisitGetSkierResortTotalsResponse(w)
+	}
+	return d.answer(w, r, err)
+}
+
+func (d direct) resortSkiers(w http.ResponseWriter, r *http.Request) bool {
+	resort, rok := pathInt32(r, "resortID")
+	season, sok := pathInt32(r, "seasonID")
+	day, dok := pathInt32(r, "dayID")
+	if !rok || !sok || !dok {
+		return false
+	}
+	resp, err := d.h.GetResortSkiersDay(r.Context(), GetResortSkiersDayRequestObject{ResortID: resort, SeasonID: season, DayID: day})
+	if err == nil {
+		err = resp.VisitGetResortSkiersDayResponse(w)
+	}
+	return d.answer(w, r, err)
+}
+
+// scanRide reads {"time":T,"liftID":L} (either order, JSON white space
+// anywhere between tokens), T and L integers in int32's range written as
+// JSON writes them. ok is false for every other body.
+func scanRide(b []byte) (t, lift int32, ok bool) {
+	var seenTime, seenLift bool
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, 0, false
+	}
+	for _, closer := range []byte{',', '}'} {
+		i = skipSpace(b, i+1)
+		if i >= len(b) || b[i] != '"' {
+			return 0, 0, false
+		}
+		end := i + 1
+		for end < len(b) && isNameByte(b[end]) {
+			end++
+		}
+		if end >= len(b) || b[end] != '"' {
+			return 0, 0, false
+		}
+		name := string(b[i+1 : end]) // no allocation: compared, not kept
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return 0, 0, false
+		}
+		v, next, vok := scanInt32(b, skipSpace(b, i+1))
+		if !vok {
+			return 0, 0, false
+		}
+		switch {
+		case name == "time" && !seenTime:
+			t, seenTime = v, true
+		case name == "liftID" && !seenLift:
+			lift, seenLift = v, true
+		default:
+			return 0, 0, false
+		}
+		i = skipSpace(b, next)
+		if i >= len(b) || b[i] != closer {
+			return 0, 0, false // the first field is followed by a comma, the second ends the object
+		}
+	}
+	return t, lift, skipSpace(b, i+1) == len(b)
+}
+
+// scanInt32 reads a JSON integer at b[i:]: an optional minus, then 0 or a
+// digit 1-9 followed by digits, not followed by a fraction or exponent,
+// within int32's range. next is the index after it.
+func scanInt32(b []byte, i int) (v int32, next int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var n int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
+		if n > 1<<31 {
+			return 0, 0, false
+		}
+		i++
+	}
+	switch {
+	case i == start, i-start > 1 && b[start] == '0':
+		return 0, 0, false
+	case i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E'):
+		return 0, 0, false
+	}
+	if neg {
+		n = -n
+	}
+	if n > 1<<31-1 || n < -1<<31 {
+		return 0, 0, false
+	}
+	return int32(n), i, true
+}
