@@ -66,9 +66,13 @@ func pathInt32(r *http.Request, name string) (int32, bool) {
 	return int32(v), err == nil
 }
 
-// answer ends a direct route as the generated strict handler would: err
-// from the handler, or from writing its response, goes to the error writer.
-func (d direct) answer(w http.ResponseWriter, r *http.Request, err error) bool {
+// answer ends a direct route as the generated strict handler would: the
+// handler's response written by its visit method, or err from the handler
+// or from the writing given to the error writer.
+func answer[R any](d direct, w http.ResponseWriter, r *http.Request, resp R, err error, visit func(R, http.ResponseWriter) error) bool {
+	if err == nil {
+		err = visit(resp, w)
+	}
 	if err != nil {
 		d.errs.responseError(w, r, err)
 	}
@@ -99,10 +103,7 @@ func (d direct) writeRide(w http.ResponseWriter, r *http.Request) bool {
 		ResortID: resort, SeasonID: r.PathValue("seasonID"), DayID: r.PathValue("dayID"), SkierID: skier,
 		Body: &LiftRide{Time: &t, LiftID: &lift},
 	})
-	if err == nil {
-		err = resp.VisitWriteNewLiftRideResponse(w)
-	}
-	return d.answer(w, r, err)
+	return answer(d, w, r, resp, err, WriteNewLiftRideResponseObject.VisitWriteNewLiftRideResponse)
 }
 
 func (d direct) dayVertical(w http.ResponseWriter, r *http.Request) bool {
@@ -114,10 +115,7 @@ func (d direct) dayVertical(w http.ResponseWriter, r *http.Request) bool {
 	resp, err := d.h.GetSkierDayVertical(r.Context(), GetSkierDayVerticalRequestObject{
 		ResortID: resort, SeasonID: r.PathValue("seasonID"), DayID: r.PathValue("dayID"), SkierID: skier,
 	})
-	if err == nil {
-		err = resp.VisitGetSkierDayVerticalResponse(w)
-	}
-	return d.answer(w, r, err)
+	return answer(d, w, r, resp, err, GetSkierDayVerticalResponseObject.VisitGetSkierDayVerticalResponse)
 }
 
 func (d direct) resortTotals(w http.ResponseWriter, r *http.Request) bool {
@@ -132,10 +130,7 @@ func (d direct) resortTotals(w http.ResponseWriter, r *http.Request) bool {
 		params.Season = &seasons
 	}
 	resp, err := d.h.GetSkierResortTotals(r.Context(), GetSkierResortTotalsRequestObject{SkierID: skier, Params: params})
-	if err == nil {
-		err = resp.VisitGetSkierResortTotalsResponse(w)
-	}
-	return d.answer(w, r, err)
+	return answer(d, w, r, resp, err, GetSkierResortTotalsResponseObject.VisitGetSkierResortTotalsResponse)
 }
 
 func (d direct) resortSkiers(w http.ResponseWriter, r *http.Request) bool {
@@ -146,10 +141,7 @@ func (d direct) resortSkiers(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	resp, err := d.h.GetResortSkiersDay(r.Context(), GetResortSkiersDayRequestObject{ResortID: resort, SeasonID: season, DayID: day})
-	if err == nil {
-		err = resp.VisitGetResortSkiersDayResponse(w)
-	}
-	return d.answer(w, r, err)
+	return answer(d, w, r, resp, err, GetResortSkiersDayResponseObject.VisitGetResortSkiersDayResponse)
 }
 
 // scanRide reads {"time":T,"liftID":L} (either order, JSON white space
