@@ -14,6 +14,7 @@ import (
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/amqptest"
+	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/queuetest"
 )
 
@@ -93,16 +94,16 @@ func (c *collector) run(ctx context.Context, t *testing.T, sub ports.Subscriber,
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor is poll.Until for a condition with nothing more to say than
+// whether it holds yet.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", d, what)
+	poll.Until(t, d, "waiting until "+what, func() string {
+		if cond() {
+			return ""
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return "not so"
+	})
 }
 
 // TestConsumerKilledMidBatchLosesNothing: a consumer that dies holding
