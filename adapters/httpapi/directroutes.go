@@ -17,8 +17,8 @@ import (
 // read the ids with strconv, the query once and a ride's body once, where
 // the generated route binds each parameter by reflection, parses the query
 // once per parameter, reads the body for the strict check (strictBodies)
-// and decodes it again with encoding/json: in-process that was 14 of a
-// POST's 46 allocations.
+// and decodes it again with encoding/json: in-process that was 15 of a
+// POST's 46 allocations, and 15 of a season-totals GET's 59.
 //
 // Any other request goes to the generated route as it came (a ride's body,
 // if read, handed on unchanged), so every answer, errors included, is the
