@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 }
 
 // contractRides keeps the bulk and concurrency cases of the suite quick on
-// dynalite (a single Node.js process on a shared two-core machine): 300
-// rides still put several rides on most skier-days and make the four
-// concurrent writers overlap on every one (storetest.randomRides scales the
-// skiers with the rides); the memory and PostgreSQL stores run 5,000.
+// dynalite (a single Node.js process on a shared two-core machine). At 300
+// rides the skier-days are as crowded as at any size (storetest.randomRides
+// scales the skiers with the rides) and each of the four concurrent writers
+// still writes every ride; the memory and PostgreSQL stores run 5,000.
 const contractRides = 300
 
 // newTables creates a model's tables under a fresh prefix on the client and
