@@ -22,6 +22,12 @@ type PublishConfig struct {
 	// Linger is how long a message waits for more rides before it may go
 	// (0: it goes as soon as a publish slot is free).
 	Linger time.Duration
+	// LingerGap ends a linger early once no ride has joined the waiting
+	// ones for this long: the rides that were coming together have come.
+	// Under a steady stream rides keep joining and the whole Linger is
+	// used; a burst of concurrent POSTs goes as soon as it has arrived.
+	// 0: every message lingers the whole Linger.
+	LingerGap time.Duration
 }
 
 // groupCommit publishes rides POSTed at the same time as one message, so
@@ -42,8 +48,10 @@ type groupCommit struct {
 	mu        sync.Mutex
 	inFlight  int
 	waiting   []*waitingRide
-	lingering bool // the waiting rides are lingering (a timer runs)
-	lingerGen int  // tells the current linger timer from stale ones
+	lingering bool      // the waiting rides are lingering (a timer runs)
+	lingerGen int       // tells the current linger timer from stale ones
+	lingerEnd time.Time // when the current linger ends at the latest
+	lastJoin  time.Time // when the last ride joined the lingering ones
 }
 
 type waitingRide struct {
@@ -72,11 +80,14 @@ func (g *groupCommit) publish(ctx context.Context, ride domain.LiftRide) error {
 	}
 	w := &waitingRide{ride: ride, ctx: ctx, done: make(chan error, 1)}
 	g.waiting = append(g.waiting, w)
-	if g.cfg.Linger > 0 && len(g.waiting) == 1 {
-		g.lingering = true
-		g.lingerGen++
-		gen := g.lingerGen
-		time.AfterFunc(g.cfg.Linger, func() { g.lingerEnded(gen) })
+	if g.cfg.Linger > 0 {
+		g.lastJoin = time.Now()
+		if len(g.waiting) == 1 {
+			g.lingering = true
+			g.lingerGen++
+			g.lingerEnd = g.lastJoin.Add(g.cfg.Linger)
+			g.checkLingerAt(g.nextLingerCheck(), g.lingerGen)
+		}
 	}
 	g.startNext()
 	g.mu.Unlock()
@@ -109,13 +120,38 @@ func (g *groupCommit) startNext() {
 	go g.send(batch)
 }
 
-func (g *groupCommit) lingerEnded(gen int) {
-	g.mu.Lock()
-	if gen == g.lingerGen {
-		g.lingering = false
-		g.startNext()
+// nextLingerCheck is when the current linger may end: at its end, or
+// earlier when no ride joins within LingerGap of the last one. Called with
+// mu held.
+func (g *groupCommit) nextLingerCheck() time.Time {
+	if g.cfg.LingerGap > 0 {
+		if quiet := g.lastJoin.Add(g.cfg.LingerGap); quiet.Before(g.lingerEnd) {
+			return quiet
+		}
 	}
-	g.mu.Unlock()
+	return g.lingerEnd
+}
+
+// checkLingerAt runs lingerCheck for linger gen at t. One timer runs per
+// linger: a ride joining does not touch it, it is re-armed when it fires
+// too early. Called with mu held.
+func (g *groupCommit) checkLingerAt(t time.Time, gen int) {
+	time.AfterFunc(time.Until(t), func() { g.lingerCheck(gen) })
+}
+
+// lingerCheck ends linger gen if it is due, or looks again when it will be.
+func (g *groupCommit) lingerCheck(gen int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gen != g.lingerGen || !g.lingering {
+		return
+	}
+	if next := g.nextLingerCheck(); time.Now().Before(next) {
+		g.checkLingerAt(next, gen)
+		return
+	}
+	g.lingering = false
+	g.startNext()
 }
 
 // release frees a publish slot and hands it to the rides waiting for one.

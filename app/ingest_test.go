@@ -415,6 +415,30 @@ func TestGroupCommitLingerGathersRides(t *testing.T) {
 	}
 }
 
+// TestGroupCommitLingerEndsOnceRidesStopJoining: with a gap, a linger of
+// an hour ends once the rides POSTed together have joined and no more come;
+// the rides that joined within the gap of each other still share a message.
+func TestGroupCommitLingerEndsOnceRidesStopJoining(t *testing.T) {
+	pub := &recordingPublisher{}
+	// Five publishes started together join within microseconds of each
+	// other: a second's gap leaves room for a slow, loaded test machine.
+	g := newGroupCommit(pub, PublishConfig{InFlight: 8, MaxRides: 100, Linger: time.Hour, LingerGap: time.Second})
+	errs := publishAll(g, ridesFor(5))
+	for range 5 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a publish did not return within 10s: the linger did not end when rides stopped joining")
+		}
+	}
+	if got := lens(pub.sent()); !slices.Equal(got, []int{5}) {
+		t.Errorf("message sizes %v; want one message of 5", got)
+	}
+}
+
 // TestGroupCommitLeavesOutRidesWhoseRequestEnded: a waiting ride whose
 // request ended is answered with its context's error and not published.
 func TestGroupCommitLeavesOutRidesWhoseRequestEnded(t *testing.T) {

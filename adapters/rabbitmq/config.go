@@ -69,6 +69,9 @@ type Config struct {
 	// free in-flight slot. Default 0: it goes at once, and batches grow only
 	// while every slot is busy (so light load pays no latency for it).
 	PublishLinger time.Duration
+	// PublishLingerGap ends a batch's linger early once no ride has joined
+	// it for this long. Default 0: the batch lingers the whole PublishLinger.
+	PublishLingerGap time.Duration
 	// PublishTimeout bounds one Publish, confirm included, when the caller's
 	// context allows longer. Default 5s.
 	PublishTimeout time.Duration
@@ -109,7 +112,8 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"Shards", int64(c.Shards)}, {"Prefetch", int64(c.Prefetch)}, {"MaxLength", int64(c.MaxLength)},
 		{"PublishChannels", int64(c.PublishChannels)}, {"PublishBatch", int64(c.PublishBatch)},
-		{"PublishLinger", int64(c.PublishLinger)}, {"PublishTimeout", int64(c.PublishTimeout)},
+		{"PublishLinger", int64(c.PublishLinger)}, {"PublishLingerGap", int64(c.PublishLingerGap)},
+		{"PublishTimeout", int64(c.PublishTimeout)},
 		{"ReconnectMaxInterval", int64(c.ReconnectMaxInterval)},
 	} {
 		if f.value < 0 {

@@ -95,6 +95,7 @@ func (c Config) validateNumbers() error {
 		{"http-handler-timeout", c.HTTP.HandlerTimeout, 1, forever, ""},
 		{"amqp-publish-timeout", c.AMQP.PublishTimeout, 1, forever, ""},
 		{"amqp-publish-linger", c.AMQP.PublishLinger, 0, forever, "0: never waits"},
+		{"amqp-publish-linger-gap", c.AMQP.PublishLingerGap, 0, forever, "0: lingers the whole --amqp-publish-linger"},
 		{"db-connect-timeout", c.Postgres.ConnectTimeout, 0, forever, "0: the URL's connect_timeout, else 5s"},
 		{"breaker-open-for", c.Breaker.OpenFor, 1, forever, ""},
 		{"ingest-max-wait", c.Admission.MaxWait, 0, forever, "0: refuse at once"},

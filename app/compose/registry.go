@@ -329,7 +329,7 @@ func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 	// the connections.
 	// One message in flight per confirm-mode channel; rides that arrive
 	// while all are busy share the next message and its confirm.
-	pc := app.PublishConfig{InFlight: c.PublishChannels, MaxRides: c.PublishBatch, Linger: c.PublishLinger}
+	pc := app.PublishConfig{InFlight: c.PublishChannels, MaxRides: c.PublishBatch, Linger: c.PublishLinger, LingerGap: c.PublishLingerGap}
 	return OpenedQueue{Queue: b, Probe: probe, Publish: pc}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
 }
 

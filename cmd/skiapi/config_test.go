@@ -58,6 +58,7 @@ func TestEveryNumericSettingOutsideWhatCanWorkIsRefused(t *testing.T) {
 		"amqp-publish-timeout":     {"0s", "-1s"},
 		"amqp-publish-batch":       {"0", "-1", "4097"},
 		"amqp-publish-linger":      {"-1ms"},
+		"amqp-publish-linger-gap":  {"-1ms"},
 		"batch-size":               {"0", "-1", "100001", "99999999999"},
 		"batch-linger":             {"0s", "-1ms"},
 		"batch-retry-for":          {"-1s"},
