@@ -394,22 +394,28 @@ func TestGroupCommitBoundsAMessageAtMaxRides(t *testing.T) {
 	}
 }
 
-// TestGroupCommitLingerGathersRides: with a linger, rides that could go at
-// once wait for it and go together.
-func TestGroupCommitLingerGathersRides(t *testing.T) {
-	pub := &recordingPublisher{}
-	g := newGroupCommit(pub, PublishConfig{InFlight: 8, MaxRides: 100, Linger: 200 * time.Millisecond})
-	errs := publishAll(g, ridesFor(5))
-	for range 5 {
+// awaitPublishes fails the test unless n publishes from errs succeed within
+// 10s; why is added to the timeout's message.
+func awaitPublishes(t *testing.T, errs <-chan error, n int, why string) {
+	t.Helper()
+	for range n {
 		select {
 		case err := <-errs:
 			if err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatal("a publish did not return within 10s")
+			t.Fatal("a publish did not return within 10s" + why)
 		}
 	}
+}
+
+// TestGroupCommitLingerGathersRides: with a linger, rides that could go at
+// once wait for it and go together.
+func TestGroupCommitLingerGathersRides(t *testing.T) {
+	pub := &recordingPublisher{}
+	g := newGroupCommit(pub, PublishConfig{InFlight: 8, MaxRides: 100, Linger: 200 * time.Millisecond})
+	awaitPublishes(t, publishAll(g, ridesFor(5)), 5, "")
 	if got := lens(pub.sent()); !slices.Equal(got, []int{5}) {
 		t.Errorf("message sizes %v; want one message of 5", got)
 	}
@@ -423,17 +429,7 @@ func TestGroupCommitLingerEndsOnceRidesStopJoining(t *testing.T) {
 	// Five publishes started together join within microseconds of each
 	// other: a second's gap leaves room for a slow, loaded test machine.
 	g := newGroupCommit(pub, PublishConfig{InFlight: 8, MaxRides: 100, Linger: time.Hour, LingerGap: time.Second})
-	errs := publishAll(g, ridesFor(5))
-	for range 5 {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a publish did not return within 10s: the linger did not end when rides stopped joining")
-		}
-	}
+	awaitPublishes(t, publishAll(g, ridesFor(5)), 5, ": the linger did not end when rides stopped joining")
 	if got := lens(pub.sent()); !slices.Equal(got, []int{5}) {
 		t.Errorf("message sizes %v; want one message of 5", got)
 	}
