@@ -23,10 +23,11 @@ type PublishConfig struct {
 	// (0: it goes as soon as a publish slot is free).
 	Linger time.Duration
 	// LingerGap ends a linger early once no ride has joined the waiting
-	// ones for this long: the rides that were coming together have come.
-	// Under a steady stream rides keep joining and the whole Linger is
-	// used; a burst of concurrent POSTs goes as soon as it has arrived.
-	// 0: every message lingers the whole Linger.
+	// ones for this long and they are at least half as many as the last
+	// message carried: a burst of concurrent POSTs like the last has come.
+	// Under a steady stream rides keep joining, and a pause in it leaves
+	// fewer waiting, so the whole Linger is used; a burst goes as soon as
+	// it has arrived. 0: every message lingers the whole Linger.
 	LingerGap time.Duration
 }
 
@@ -52,6 +53,7 @@ type groupCommit struct {
 	lingerGen int       // tells the current linger timer from stale ones
 	lingerEnd time.Time // when the current linger ends at the latest
 	lastJoin  time.Time // when the last ride joined the lingering ones
+	lastSize  int       // rides in the last message sent
 }
 
 type waitingRide struct {
@@ -86,7 +88,7 @@ func (g *groupCommit) publish(ctx context.Context, ride domain.LiftRide) error {
 			g.lingering = true
 			g.lingerGen++
 			g.lingerEnd = g.lastJoin.Add(g.cfg.Linger)
-			g.checkLingerAt(g.nextLingerCheck(), g.lingerGen)
+			g.checkLingerAt(g.nextLingerCheck(g.lastJoin), g.lingerGen)
 		}
 	}
 	g.startNext()
@@ -108,6 +110,7 @@ func (g *groupCommit) startNext() {
 		return
 	}
 	n := min(len(g.waiting), g.cfg.MaxRides)
+	g.lastSize = n
 	batch := make([]*waitingRide, n)
 	copy(batch, g.waiting)
 	rest := copy(g.waiting, g.waiting[n:])
@@ -120,12 +123,15 @@ func (g *groupCommit) startNext() {
 	go g.send(batch)
 }
 
-// nextLingerCheck is when the current linger may end: at its end, or
-// earlier when no ride joins within LingerGap of the last one. Called with
-// mu held.
-func (g *groupCommit) nextLingerCheck() time.Time {
+// nextLingerCheck is when the current linger may end next: at its end, or
+// earlier once no ride has joined for LingerGap. Called with mu held.
+func (g *groupCommit) nextLingerCheck(now time.Time) time.Time {
 	if g.cfg.LingerGap > 0 {
-		if quiet := g.lastJoin.Add(g.cfg.LingerGap); quiet.Before(g.lingerEnd) {
+		quiet := g.lastJoin.Add(g.cfg.LingerGap)
+		if !quiet.After(now) {
+			quiet = now.Add(g.cfg.LingerGap)
+		}
+		if quiet.Before(g.lingerEnd) {
 			return quiet
 		}
 	}
@@ -139,15 +145,26 @@ func (g *groupCommit) checkLingerAt(t time.Time, gen int) {
 	time.AfterFunc(time.Until(t), func() { g.lingerCheck(gen) })
 }
 
-// lingerCheck ends linger gen if it is due, or looks again when it will be.
+// lingerDue says whether the current linger ends now: its time is up, or
+// no ride has joined for LingerGap and the waiting rides are at least
+// half as many as the last message carried (a burst like the last one
+// has come; fewer would be a pause in a stream). Called with mu held.
+func (g *groupCommit) lingerDue(now time.Time) bool {
+	if !now.Before(g.lingerEnd) {
+		return true
+	}
+	return g.cfg.LingerGap > 0 && !now.Before(g.lastJoin.Add(g.cfg.LingerGap)) && 2*len(g.waiting) >= g.lastSize
+}
+
+// lingerCheck ends linger gen if it is due, or looks again when it may be.
 func (g *groupCommit) lingerCheck(gen int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if gen != g.lingerGen || !g.lingering {
 		return
 	}
-	if next := g.nextLingerCheck(); time.Now().Before(next) {
-		g.checkLingerAt(next, gen)
+	if now := time.Now(); !g.lingerDue(now) {
+		g.checkLingerAt(g.nextLingerCheck(now), gen)
 		return
 	}
 	g.lingering = false

@@ -435,6 +435,36 @@ func TestGroupCommitLingerEndsOnceRidesStopJoining(t *testing.T) {
 	}
 }
 
+// TestGroupCommitAPauseInAStreamDoesNotEndTheLinger: a gap ends a linger
+// only when the rides waiting are at least half as many as the last message
+// carried; fewer are a pause in a stream, and they linger on (to its end).
+func TestGroupCommitAPauseInAStreamDoesNotEndTheLinger(t *testing.T) {
+	const gap = 10 * time.Millisecond
+	g := newGroupCommit(&recordingPublisher{}, PublishConfig{InFlight: 8, MaxRides: 100, Linger: time.Second, LingerGap: gap})
+	start := time.Now()
+	g.lingerEnd = start.Add(time.Second)
+	g.lastSize = 40
+	for _, c := range []struct {
+		name    string
+		waiting int
+		quiet   time.Duration // since the last ride joined
+		at      time.Duration // since the linger began
+		due     bool
+	}{
+		{"a burst like the last, quiet for the gap", 20, gap, 2 * gap, true},
+		{"a burst like the last, rides still joining", 20, gap / 2, 2 * gap, false},
+		{"fewer than half the last, quiet for the gap", 19, 5 * gap, 6 * gap, false},
+		{"fewer than half the last, linger over", 19, 5 * gap, time.Second, true},
+	} {
+		now := start.Add(c.at)
+		g.waiting = make([]*waitingRide, c.waiting)
+		g.lastJoin = now.Add(-c.quiet)
+		if got := g.lingerDue(now); got != c.due {
+			t.Errorf("%s: linger due = %v; want %v", c.name, got, c.due)
+		}
+	}
+}
+
 // TestGroupCommitLeavesOutRidesWhoseRequestEnded: a waiting ride whose
 // request ended is answered with its context's error and not published.
 func TestGroupCommitLeavesOutRidesWhoseRequestEnded(t *testing.T) {

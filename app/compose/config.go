@@ -145,7 +145,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
 	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message, at most --amqp-publish-channels in flight)")
 	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
-	fs.DurationVar(&c.AMQP.PublishLingerGap, "amqp-publish-linger-gap", c.AMQP.PublishLingerGap, "a lingering RabbitMQ batch goes early once no ride has joined it for this long: a burst of concurrent POSTs goes as soon as it has arrived (0: lingers the whole --amqp-publish-linger)")
+	fs.DurationVar(&c.AMQP.PublishLingerGap, "amqp-publish-linger-gap", c.AMQP.PublishLingerGap, "a lingering RabbitMQ batch goes early once no ride has joined it for this long and it holds at least half as many rides as the last: a burst of concurrent POSTs goes as soon as it has arrived (0: lingers the whole --amqp-publish-linger)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch (1 to "+strconv.Itoa(MaxBatchSize)+")")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
 	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back; 0: not retried)")
