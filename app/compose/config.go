@@ -103,7 +103,8 @@ func DefaultConfig() Config {
 			// from ~156 to ~104 µs (the broker's from ~60 to ~18) and the
 			// POST's p99 from 20-40 ms to ~13 ms. The gap ends the linger
 			// of a burst that has all arrived: 200 concurrent clients,
-			// closed loop, sent ~40% more POSTs a second with it.
+			// closed loop, sent 12.7-14.5k POSTs/s with it, 10.1-11.0k
+			// without.
 			PublishLinger: 5 * time.Millisecond, PublishLingerGap: time.Millisecond,
 		},
 		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
