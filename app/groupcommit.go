@@ -41,7 +41,9 @@ type PublishConfig struct {
 // it at once, alone, with no hand-off. Rides that arrive while InFlight
 // messages are in flight queue up, and the next free slot takes them all
 // (up to MaxRides) as one message, published on a goroutine of its own
-// that tells each waiting request the outcome.
+// that tells each waiting request the outcome. With a Linger every ride
+// waits: the first one starts the linger, and the rides go together when
+// it ends (or LingerGap ends it early) or MaxRides are waiting.
 type groupCommit struct {
 	pub ports.Publisher
 	cfg PublishConfig
