@@ -70,7 +70,8 @@ type Config struct {
 	// while every slot is busy (so light load pays no latency for it).
 	PublishLinger time.Duration
 	// PublishLingerGap ends a batch's linger early once no ride has joined
-	// it for this long. Default 0: the batch lingers the whole PublishLinger.
+	// it for this long and it holds at least half as many rides as the last
+	// message. Default 0: the batch lingers the whole PublishLinger.
 	PublishLingerGap time.Duration
 	// PublishTimeout bounds one Publish, confirm included, when the caller's
 	// context allows longer. Default 5s.
