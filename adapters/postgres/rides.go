@@ -3,11 +3,13 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skidata/skidata/domain"
@@ -23,12 +25,16 @@ var _ ports.RideStore = (*RideStore)(nil)
 
 // insertRides writes a whole batch in one statement, so one round trip: the
 // rides travel as six parallel arrays and unnest turns them back into rows.
-// ON CONFLICT DO NOTHING on the identity key makes a redelivered ride a
-// no-op, whether it comes again in the same batch, in a later one, or from
-// another writer at the same moment.
 const insertRides = `
 INSERT INTO rides (resort_id, season_id, day_id, skier_id, ride_time, lift_id)
-SELECT * FROM unnest($1::integer[], $2::smallint[], $3::smallint[], $4::integer[], $5::integer[], $6::integer[])
+SELECT * FROM unnest($1::integer[], $2::smallint[], $3::smallint[], $4::integer[], $5::integer[], $6::integer[])`
+
+// insertNewRides is insertRides skipping the rides already stored: ON
+// CONFLICT DO NOTHING on the identity key makes a redelivered ride a
+// no-op, whether it comes again in a later batch or from another writer
+// at the same moment (columnsOf has already dropped a batch's own
+// repeats).
+const insertNewRides = insertRides + `
 ON CONFLICT DO NOTHING`
 
 // AddRides implements ports.RideStore. It writes the batch with one
@@ -38,13 +44,31 @@ ON CONFLICT DO NOTHING`
 // this one is faster up to 2,000 rides a batch (29% at the default 500),
 // and the two meet at 10,000, where the server's index and WAL work is all
 // that is left.
+//
+// The first try is a plain INSERT: a batch of new rides, the steady state,
+// then costs the server no speculative insertion (a conflict check, then
+// a confirmation written to the WAL, for every ride: about 15% of its CPU
+// a ride, docs/benchmarks.md). A batch holding a ride already stored, a
+// redelivery, fails whole with unique_violation, stores nothing, and goes
+// again with ON CONFLICT DO NOTHING.
 func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	cols, err := columnsOf(rides)
 	if err != nil || cols.n == 0 {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, insertRides, cols.resorts, cols.seasons, cols.days, cols.skiers, cols.times, cols.lifts)
+	args := []any{cols.resorts, cols.seasons, cols.days, cols.skiers, cols.times, cols.lifts}
+	_, err = s.pool.Exec(ctx, insertRides, args...)
+	if isUniqueViolation(err) {
+		_, err = s.pool.Exec(ctx, insertNewRides, args...)
+	}
 	return classify(ctx, fmt.Sprintf("postgres: add batch of %d rides", len(rides)), err)
+}
+
+// isUniqueViolation says whether err is the server refusing a row whose
+// key is already stored (SQLSTATE 23505).
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 // rideColumns is a batch as the six columns of the rides table, sorted by

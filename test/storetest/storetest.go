@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore NewRideStore, opts Options) {
 		{"SkierDayRidesSortedByTime", testSkierDayRides},
 		{"DuplicateWithinBatchCountsOnce", testDuplicateInBatch},
 		{"BatchWrittenTwiceCountsOnce", testBatchTwice},
+		{"BatchPartlyStoredStoresTheRest", testBatchPartlyStored},
 		{"SameTimeDifferentLiftAreTwoRides", testSameTimeDifferentLift},
 		{"BulkLoadMatchesModel", func(t *testing.T, s ports.RideStore) { testBulk(t, s, opts.Rides) }},
 		{"ConcurrentOverlappingWritersCountOnce", func(t *testing.T, s ports.RideStore) { testConcurrent(t, s, opts.Rides) }},
@@ -272,6 +273,25 @@ func testBatchTwice(t *testing.T, s ports.RideStore) {
 	}
 	if sv, err := s.SkierSeasonVerticals(c, 6, []domain.ResortID{1}); err != nil || !slices.Equal(sv[1], []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
 		t.Errorf("season totals after a redelivered batch = %v, %v; want [{2024 80}]", sv, err)
+	}
+}
+
+// testBatchPartlyStored writes a batch in which one ride is already
+// stored (a message redelivered together with new ones): the new rides
+// are stored, the old one still counts once.
+func testBatchPartlyStored(t *testing.T, s ports.RideStore) {
+	stored := ride(t, 1, "2024", 1, 5, 10, 7)
+	add(t, s, stored)
+	add(t, s, ride(t, 1, "2024", 1, 4, 9, 3), stored, ride(t, 1, "2024", 1, 5, 12, 2), ride(t, 1, "2024", 1, 6, 11, 8))
+	c := ctx(t)
+	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 3 {
+		t.Errorf("UniqueSkiers after a batch with one ride already stored = %d, %v; want 3", n, err)
+	}
+	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 5); err != nil || v != 90 {
+		t.Errorf("vertical of the skier whose ride was stored before = %d, %v; want 90 (70 stored once + 20 new)", v, err)
+	}
+	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 6); err != nil || v != 80 {
+		t.Errorf("vertical of a skier new in the batch = %d, %v; want 80", v, err)
 	}
 }
 
