@@ -71,3 +71,35 @@ func TestADayOfManyRidesKeepsEachRideOnce(t *testing.T) {
 		t.Errorf("day vertical %d, %v; want %d", v, err, want)
 	}
 }
+
+// TestQueriesOutsideTheKeysFindNothing: the indexes pack a season and a day
+// into 16 bits each, so a query for a day or season no ride can have (day
+// 65537 is day 1 in 16 bits) must find nothing rather than another day's
+// rides.
+func TestQueriesOutsideTheKeysFindNothing(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewRideStore()
+	if err := s.AddRides(ctx, []domain.LiftRide{domain.MustLiftRide(3, "2024", 1, 7, 10, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		season string
+		day    int
+	}{{"2024", 1 + 1<<16}, {"2024", 0}, {"12024", 1}, {"024", 1}, {"20x4", 1}} {
+		if n, err := s.UniqueSkiers(ctx, 3, q.season, q.day); err != nil || n != 0 {
+			t.Errorf("UniqueSkiers(3, %q, %d) = %d, %v; want 0", q.season, q.day, n, err)
+		}
+		if v, err := s.SkierDayVertical(ctx, 3, q.season, q.day, 7); err != nil || v != 0 {
+			t.Errorf("SkierDayVertical(3, %q, %d, 7) = %d, %v; want 0", q.season, q.day, v, err)
+		}
+		if rides, err := s.SkierDayRides(ctx, 7, q.season, q.day); err != nil || len(rides) != 0 {
+			t.Errorf("SkierDayRides(7, %q, %d) = %v, %v; want none", q.season, q.day, rides, err)
+		}
+		if days, err := s.SkierDays(ctx, 7, q.season); q.season != "2024" && (err != nil || len(days) != 0) {
+			t.Errorf("SkierDays(7, %q) = %v, %v; want none", q.season, days, err)
+		}
+	}
+	if n, err := s.UniqueSkiers(ctx, 3, "2024", 1); err != nil || n != 1 {
+		t.Errorf("UniqueSkiers(3, 2024, 1) = %d, %v; want 1 (the ride is stored)", n, err)
+	}
+}

@@ -10,26 +10,53 @@ import (
 	"github.com/skidata/skidata/ports"
 )
 
-type resortDay struct {
-	resort domain.ResortID
-	season string
-	day    int
+// The indexes are keyed by two or three of a ride's ids packed into one
+// uint64: such a map hashes and compares a machine word, where a struct
+// key holding the season's text hashed and compared a string field by
+// field (the store's map work was most of its share of a POST's CPU).
+// A season is a four-digit year and a day 1..366, so each fits 16 bits.
+type (
+	resortDay   uint64 // resort, season, day
+	skierDay    uint64 // skier, season, day
+	skierSeason uint64 // skier, season
+	skierResort uint64 // skier, resort
+)
+
+// The keys of a ride or of a query. A query naming a season that is not a
+// four-digit year, or a day outside 1..366, has no key: no ride has it.
+func keySkierDay(skier domain.SkierID, seasonID string, day int) (skierDay, bool) {
+	k, ok := idSeasonDay(int32(skier), seasonID, day)
+	return skierDay(k), ok
 }
 
-type skierDay struct {
-	skier  domain.SkierID
-	season string
-	day    int
+func keyResortDay(resort domain.ResortID, seasonID string, day int) (resortDay, bool) {
+	k, ok := idSeasonDay(int32(resort), seasonID, day)
+	return resortDay(k), ok
 }
 
-type skierSeason struct {
-	skier  domain.SkierID
-	season string
+func keySkierSeason(skier domain.SkierID, seasonID string) (skierSeason, bool) {
+	n, ok := seasonNumber(seasonID)
+	return skierSeason(uint64(uint32(skier))<<32 | n), ok
 }
 
-type skierResort struct {
-	skier  domain.SkierID
-	resort domain.ResortID
+func keySkierResort(skier domain.SkierID, resort domain.ResortID) skierResort {
+	return skierResort(uint64(uint32(skier))<<32 | uint64(uint32(resort)))
+}
+
+func idSeasonDay(id int32, seasonID string, day int) (uint64, bool) {
+	n, ok := seasonNumber(seasonID)
+	if !ok || domain.ValidateDayID(day) != nil {
+		return 0, false
+	}
+	return uint64(uint32(id))<<32 | n<<16 | uint64(day), true
+}
+
+// seasonNumber is a season's four digits as a number.
+func seasonNumber(s string) (uint64, bool) {
+	if domain.ValidateSeasonID(s) != nil {
+		return 0, false
+	}
+	return uint64(s[0]-'0')*1000 + uint64(s[1]-'0')*100 + uint64(s[2]-'0')*10 + uint64(s[3]-'0'), true
 }
 
 // RideStore keeps rides in maps, with one index per query so that every read
@@ -77,7 +104,8 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rides {
-		sd := skierDay{r.SkierID(), r.SeasonID(), r.DayID()}
+		// A stored ride is valid: its season and day have keys.
+		sd, _ := keySkierDay(r.SkierID(), r.SeasonID(), r.DayID())
 		ofDay := s.dayRides[sd]
 		if s.stored(sd, ofDay, r) {
 			continue
@@ -86,19 +114,19 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 		if set := s.bigDays[sd]; set != nil {
 			set[r] = struct{}{}
 		}
-		rd := resortDay{r.ResortID(), r.SeasonID(), r.DayID()}
+		rd, _ := keyResortDay(r.ResortID(), r.SeasonID(), r.DayID())
 		skiers := s.skiers[rd]
 		if skiers == nil {
 			skiers = map[domain.SkierID]struct{}{}
 			s.skiers[rd] = skiers
 		}
 		skiers[r.SkierID()] = struct{}{}
-		ss := skierSeason{r.SkierID(), r.SeasonID()}
+		ss, _ := keySkierSeason(r.SkierID(), r.SeasonID())
 		days := s.days[ss]
 		if i, found := slices.BinarySearch(days, r.DayID()); !found {
 			s.days[ss] = slices.Insert(days, i, r.DayID())
 		}
-		sr := skierResort{r.SkierID(), r.ResortID()}
+		sr := keySkierResort(r.SkierID(), r.ResortID())
 		vs := s.seasons[sr]
 		i, found := slices.BinarySearchFunc(vs, r.SeasonID(), func(v domain.SeasonVertical, season string) int {
 			return cmp.Compare(v.SeasonID, season)
@@ -134,17 +162,25 @@ func (s *RideStore) stored(sd skierDay, ofDay []domain.LiftRide, r domain.LiftRi
 
 // UniqueSkiers implements ports.RideStore.
 func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+	k, ok := keyResortDay(resortID, seasonID, dayID)
+	if !ok {
+		return 0, nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.skiers[resortDay{resortID, seasonID, dayID}]), nil
+	return len(s.skiers[k]), nil
 }
 
 // SkierDayVertical implements ports.RideStore.
 func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
+	k, ok := keySkierDay(skierID, seasonID, dayID)
+	if !ok {
+		return 0, nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var total int64
-	for _, r := range s.dayRides[skierDay{skierID, seasonID, dayID}] {
+	for _, r := range s.dayRides[k] {
 		if r.ResortID() == resortID {
 			total += int64(r.Vertical())
 		}
@@ -158,7 +194,7 @@ func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.Skier
 	defer s.mu.RUnlock()
 	out := make(map[domain.ResortID][]domain.SeasonVertical, len(resortIDs))
 	for _, id := range resortIDs {
-		if vs := s.seasons[skierResort{skierID, id}]; len(vs) > 0 {
+		if vs := s.seasons[keySkierResort(skierID, id)]; len(vs) > 0 {
 			out[id] = slices.Clone(vs) // kept sorted by AddRides
 		}
 	}
@@ -167,15 +203,23 @@ func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.Skier
 
 // SkierDays implements ports.RideStore.
 func (s *RideStore) SkierDays(_ context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
+	k, ok := keySkierSeason(skierID, seasonID)
+	if !ok {
+		return nil, nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.days[skierSeason{skierID, seasonID}]), nil // kept sorted by AddRides
+	return slices.Clone(s.days[k]), nil // kept sorted by AddRides
 }
 
 // SkierDayRides implements ports.RideStore.
 func (s *RideStore) SkierDayRides(_ context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
+	k, ok := keySkierDay(skierID, seasonID, dayID)
+	if !ok {
+		return nil, nil
+	}
 	s.mu.RLock()
-	out := slices.Clone(s.dayRides[skierDay{skierID, seasonID, dayID}])
+	out := slices.Clone(s.dayRides[k])
 	s.mu.RUnlock()
 	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
