@@ -105,16 +105,27 @@ func columnsOf(rides []domain.LiftRide) (rideColumns, error) {
 	return c, nil
 }
 
-// compareIdentity orders rides as the rides_identity primary key does.
+// compareIdentity orders rides as the rides_identity primary key does. It
+// stops at the first field that differs (nearly always the skier): cmp.Or
+// would compute all six comparisons first, and sorting a batch was a
+// tenth of the consumer's CPU in a profile.
 func compareIdentity(a, b domain.LiftRide) int {
-	return cmp.Or(
-		cmp.Compare(a.SkierID(), b.SkierID()),
-		cmp.Compare(a.SeasonID(), b.SeasonID()), // four digits: text order is number order
-		cmp.Compare(a.DayID(), b.DayID()),
-		cmp.Compare(a.Time(), b.Time()),
-		cmp.Compare(a.ResortID(), b.ResortID()),
-		cmp.Compare(a.LiftID(), b.LiftID()),
-	)
+	if c := cmp.Compare(a.SkierID(), b.SkierID()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.SeasonID(), b.SeasonID()); c != 0 { // four digits: text order is number order
+		return c
+	}
+	if c := cmp.Compare(a.DayID(), b.DayID()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Time(), b.Time()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.ResortID(), b.ResortID()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.LiftID(), b.LiftID())
 }
 
 // seasonNumber turns a season ("2024") into the stored smallint. A season
