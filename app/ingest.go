@@ -302,7 +302,8 @@ func (in *Ingest) rateFor(d int64) float64 {
 	return in.cfg.Rate * max(frac, minRateFraction)
 }
 
-// instrumentedPublisher counts and logs every message the queue refuses:
+// instrumentedPublisher counts the messages the queue takes, with their
+// rides, and counts and logs every message it refuses:
 // one log line per failure, with its cause (the log handler drops repeats
 // under a storm). A refusal by the circuit breaker is not a queue failure
 // and is not counted here.
@@ -314,6 +315,9 @@ type instrumentedPublisher struct {
 
 func (p instrumentedPublisher) Publish(ctx context.Context, rides []domain.LiftRide) error {
 	err := p.next.Publish(ctx, rides)
+	if err == nil {
+		p.metrics.MessagePublished(len(rides))
+	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ports.ErrPublishPaused) {
 		p.metrics.PublishFailed(len(rides))
 		p.log.Warn("publish failed", "rides", len(rides), "err", err)

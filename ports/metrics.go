@@ -15,6 +15,10 @@ type Metrics interface {
 	SetQueueDepth(depth QueueDepth)
 	// PublishFailed counts the rides of a message the queue would not take.
 	PublishFailed(rides int)
+	// MessagePublished records one message the queue took and how many
+	// rides it carried: how full the group commit makes the messages that
+	// each cost a broker confirm (or, in process, share a store commit).
+	MessagePublished(rides int)
 	// ObserveBatch records one batch the persister wrote: its size and how
 	// long the store write took.
 	ObserveBatch(rides int, d time.Duration)
@@ -62,6 +66,7 @@ var _ Metrics = NopMetrics{}
 func (NopMetrics) ObserveRequest(string, string, int, time.Duration) {}
 func (NopMetrics) SetQueueDepth(QueueDepth)                          {}
 func (NopMetrics) PublishFailed(int)                                 {}
+func (NopMetrics) MessagePublished(int)                              {}
 func (NopMetrics) ObserveBatch(int, time.Duration)                   {}
 func (NopMetrics) CacheLookup(string, bool)                          {}
 func (NopMetrics) RideRejected(string)                               {}

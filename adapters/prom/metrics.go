@@ -23,6 +23,7 @@ type Metrics struct {
 	queueMsgs    prometheus.Gauge
 	deadWaiting  prometheus.Gauge
 	publishFails prometheus.Counter
+	messageRides prometheus.Histogram
 	batchSize    prometheus.Histogram
 	writeLatency prometheus.Histogram
 	cache        *prometheus.CounterVec
@@ -79,6 +80,9 @@ func New() *Metrics {
 			"Messages in the dead-letter queue, however they got there (the persister's own dead letters, or the broker's after the delivery limit); 0 without one."),
 		queueMsgs:    gauge("skidata_queue_depth_messages", "Messages published but not yet acknowledged, sampled every 100 ms."),
 		publishFails: counter("skidata_publish_failures_total", "Rides in messages the queue would not take."),
+		messageRides: histogram("skidata_publish_message_rides",
+			"Rides per message the queue took (the group commit's fill: each message costs one broker confirm, or shares one store commit in process).",
+			prometheus.ExponentialBuckets(1, 2, 13)),
 		batchSize:    histogram("skidata_persist_batch_rides", "Rides per batch the persister wrote.", prometheus.ExponentialBuckets(1, 2, 14)),
 		writeLatency: histogram("skidata_persist_write_seconds", "Store write latency per batch, retries included.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		cache:        counterVec("skidata_cache_lookups_total", "Query cache lookups, by query and result (hit or miss).", "query", "result"),
@@ -161,6 +165,9 @@ func (m *Metrics) SetQueueDepth(d ports.QueueDepth) {
 
 // PublishFailed implements ports.Metrics.
 func (m *Metrics) PublishFailed(rides int) { m.publishFails.Add(float64(rides)) }
+
+// MessagePublished implements ports.Metrics.
+func (m *Metrics) MessagePublished(rides int) { m.messageRides.Observe(float64(rides)) }
 
 // ObserveBatch implements ports.Metrics.
 func (m *Metrics) ObserveBatch(rides int, d time.Duration) {

@@ -15,6 +15,8 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.ObserveRequest("/resorts", "GET", 200, time.Millisecond)
 	m.SetQueueDepth(ports.QueueDepth{Rides: 7, Messages: 2})
 	m.PublishFailed(3)
+	m.MessagePublished(40)
+	m.MessagePublished(2)
 	m.ObserveBatch(20, time.Millisecond)
 	m.CacheLookup("skier_day_vertical", true)
 	m.CacheLookup("skier_day_vertical", false)
@@ -36,6 +38,9 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_queue_depth 7`,
 		`skidata_queue_depth_messages 2`,
 		`skidata_publish_failures_total 3`,
+		`skidata_publish_message_rides_count 2`,
+		`skidata_publish_message_rides_sum 42`,
+		`skidata_publish_message_rides_bucket{le="32"} 1`,
 		`skidata_persist_batch_rides_sum 20`,
 		`skidata_persist_write_seconds_count 1`,
 		`skidata_cache_lookups_total{query="skier_day_vertical",result="hit"} 1`,

@@ -60,6 +60,7 @@ func TestMetricsEndpointExposesTheNamedSeries(t *testing.T) {
 		`skidata_http_request_duration_seconds_bucket{method="GET",route="/skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}",status="200",le=`,
 		"skidata_queue_depth ",
 		"skidata_persist_batch_rides_count 1",
+		"skidata_publish_message_rides_sum 1",
 		"skidata_persist_write_seconds_count 1",
 		`skidata_cache_lookups_total{query="skier_day_vertical",result="hit"} 1`,
 		`skidata_cache_lookups_total{query="skier_day_vertical",result="miss"} 1`,
