@@ -118,7 +118,8 @@ skiapi's flags, starts skiapi afresh (with --service-flags; the API and
 the consumer as two processes unless --split=false), sends the same
 open-loop POST load, waits for the queue to drain, and reports rides/s,
 p50 and p99 of the POST, CPU µs per ride in every process (and --cpu-of
-programs) and store writes per ride; --json and --chart write them.
+programs), messages published (broker confirms) and store writes per
+ride; --json and --chart write them.
 
 Example (RabbitMQ quorum + PostgreSQL):
   skiload sweep --skiapi bin/skiapi --cpu-of beam.smp,postgres \

@@ -228,8 +228,8 @@ func TestSweepStartsTheServiceForEveryPointAndMeasuresIt(t *testing.T) {
 		t.Fatalf("%d points; want 2:\n%s", len(points), stdout.String())
 	}
 	for _, p := range points {
-		if p.Sent != 100 || p.OK != 100 || p.CPU["all"] <= 0 || p.CPU["total"] != p.CPU["all"] || p.StoreWritesPerRide <= 0 || p.StoreWritesPerRide > 1 {
-			t.Errorf("point %s: %+v; want 100 sent and 201'd, CPU measured, between 0 and 1 store write per ride", p.Label(), p)
+		if p.Sent != 100 || p.OK != 100 || p.CPU["all"] <= 0 || p.CPU["total"] != p.CPU["all"] || p.StoreWritesPerRide <= 0 || p.StoreWritesPerRide > 1 || p.MessagesPerRide <= 0 || p.MessagesPerRide > 1 {
+			t.Errorf("point %s: %+v; want 100 sent and 201'd, CPU measured, between 0 and 1 message and store write per ride", p.Label(), p)
 		}
 	}
 	if !strings.Contains(stdout.String(), "batch-size=10 ") || !strings.Contains(stdout.String(), "batch-size=100 ") {

@@ -50,7 +50,7 @@ func ReadCounter(ctx context.Context, client *http.Client, base, name string) (f
 }
 
 // counterSum finds the counter name in a Prometheus text exposition and
-// sums its series.
+// sums its series; a histogram counts its observations.
 func counterSum(r io.Reader, name string) (float64, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
@@ -63,7 +63,7 @@ func counterSum(r io.Reader, name string) (float64, error) {
 	}
 	var sum float64
 	for _, m := range f.GetMetric() {
-		sum += m.GetCounter().GetValue()
+		sum += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 	}
 	return sum, nil
 }

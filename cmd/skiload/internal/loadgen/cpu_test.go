@@ -34,6 +34,15 @@ func TestCPUIsReadFromTheProcessCounterOfPrometheusText(t *testing.T) {
 	}
 }
 
+func TestAHistogramCountsItsObservations(t *testing.T) {
+	text := "# TYPE skidata_publish_message_rides histogram\n" +
+		"skidata_publish_message_rides_bucket{le=\"1\"} 2\nskidata_publish_message_rides_bucket{le=\"+Inf\"} 5\n" +
+		"skidata_publish_message_rides_sum 120\nskidata_publish_message_rides_count 5\n"
+	if got, err := counterSum(strings.NewReader(text), "skidata_publish_message_rides"); err != nil || got != 5 {
+		t.Errorf("got %v, %v; want 5 messages", got, err)
+	}
+}
+
 // fakeCPU reads the next of its values at each call.
 func fakeCPU(name string, values ...time.Duration) CPUSource {
 	return CPUSource{Name: name, Read: func(context.Context) (time.Duration, error) {

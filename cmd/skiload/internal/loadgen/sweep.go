@@ -131,9 +131,11 @@ type SweepPoint struct {
 	// CPU is µs of CPU per ride, per process (api, consumer, the --cpu-of
 	// programs) and "total".
 	CPU map[string]float64 `json:"cpuMicrosPerRide"`
-	// StoreWritesPerRide is the persister's store writes (batches) per
-	// ride; WriteUnitsPerRide the store's capacity units per ride
-	// (DynamoDB), 0 where the store reports none.
+	// MessagesPerRide is the messages the API published per ride (each a
+	// broker confirm); StoreWritesPerRide the persister's store writes
+	// (batches) per ride; WriteUnitsPerRide the store's capacity units per
+	// ride (DynamoDB), 0 where the store reports none.
+	MessagesPerRide    float64 `json:"messagesPerRide"`
 	StoreWritesPerRide float64 `json:"storeWritesPerRide"`
 	WriteUnitsPerRide  float64 `json:"writeUnitsPerRide"`
 	Err                string  `json:"error,omitempty"`
@@ -225,6 +227,7 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 	svc := service(load)
 	svc.CPU[0].Name = roles[0]
 	client := cpuClient(load)
+	messages0, _ := ReadCounter(ctx, client, api.url, "skidata_publish_message_rides")
 	batches0, _ := ReadCounter(ctx, client, persister.url, "skidata_persist_batches_total")
 	units0, unitsErr := ReadCounter(ctx, client, persister.url, "skidata_store_capacity_units_total")
 
@@ -251,6 +254,9 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 		}
 	}
 	pt.CPU["total"] = us(cost.Total())
+	if messages1, err := ReadCounter(ctx, client, api.url, "skidata_publish_message_rides"); err == nil && pt.OK > 0 {
+		pt.MessagesPerRide = (messages1 - messages0) / float64(pt.OK)
+	}
 	if batches1, err := ReadCounter(ctx, client, persister.url, "skidata_persist_batches_total"); err == nil && pt.OK > 0 {
 		pt.StoreWritesPerRide = (batches1 - batches0) / float64(pt.OK)
 	}
@@ -358,7 +364,7 @@ func PrintSweep(w io.Writer, c SweepConfig, points []SweepPoint) {
 	for _, n := range names {
 		fmt.Fprintf(w, " %9s", n)
 	}
-	fmt.Fprintf(w, " %12s %11s\n", "writes/ride", "units/ride")
+	fmt.Fprintf(w, " %10s %12s %11s\n", "msgs/ride", "writes/ride", "units/ride")
 	for _, p := range points {
 		if p.Err != "" {
 			fmt.Fprintf(w, "%-44s failed: %s\n", p.Label(), p.Err)
@@ -368,9 +374,9 @@ func PrintSweep(w io.Writer, c SweepConfig, points []SweepPoint) {
 		for _, n := range names {
 			fmt.Fprintf(w, " %9.1f", p.CPU[n])
 		}
-		fmt.Fprintf(w, " %12.4f %11.3f\n", p.StoreWritesPerRide, p.WriteUnitsPerRide)
+		fmt.Fprintf(w, " %10.4f %12.4f %11.3f\n", p.MessagesPerRide, p.StoreWritesPerRide, p.WriteUnitsPerRide)
 	}
-	fmt.Fprintln(w, "(CPU: µs per ride in each process, read before the load and after the queue drained; writes: store writes (persister batches) per ride; units: store capacity units per ride, DynamoDB only)")
+	fmt.Fprintln(w, "(CPU: µs per ride in each process, read before the load and after the queue drained; msgs: messages published (broker confirms) per ride; writes: store writes (persister batches) per ride; units: store capacity units per ride, DynamoDB only)")
 }
 
 // cpuNames are the processes measured at any point, "total" last.
