@@ -15,26 +15,6 @@ import (
 	"github.com/skidata/skidata/test/pgtest"
 )
 
-// latestMigration is the highest version among the PostgreSQL adapter's
-// migration files (NNNN_what.sql).
-func latestMigration(t *testing.T) int {
-	t.Helper()
-	files, err := filepath.Glob("../../adapters/postgres/migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no migration files found: %v", err)
-	}
-	latest := 0
-	for _, f := range files {
-		prefix, _, _ := strings.Cut(filepath.Base(f), "_")
-		v, err := strconv.Atoi(prefix)
-		if err != nil {
-			t.Fatalf("migration %s: %v", f, err)
-		}
-		latest = max(latest, v)
-	}
-	return latest
-}
-
 // TestMigrateThenSeedKeepsExistingSeasons runs the two one-shot commands
 // against a fresh schema: migrate reports the version, seed loads the ten
 // demo resorts and, run again, keeps a season added in between.
@@ -68,6 +48,26 @@ func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+seasons+` WHERE resort_id = 1 AND season_id = 2031)`).Scan(&kept); err != nil || !kept {
 		t.Errorf("season 2031 of resort 1 after a second seed: present=%v err=%v; want kept", kept, err)
 	}
+}
+
+// latestMigration is the highest version among the PostgreSQL adapter's
+// migration files (NNNN_what.sql).
+func latestMigration(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob("../../adapters/postgres/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migration files found: %v", err)
+	}
+	latest := 0
+	for _, f := range files {
+		prefix, _, _ := strings.Cut(filepath.Base(f), "_")
+		v, err := strconv.Atoi(prefix)
+		if err != nil {
+			t.Fatalf("migration %s: %v", f, err)
+		}
+		latest = max(latest, v)
+	}
+	return latest
 }
 
 // TestPostgresWithoutURLIsRefused: no default database, and the message says
