@@ -451,10 +451,7 @@ func (b *Broker) Depth(ctx context.Context) (ports.QueueDepth, error) {
 		return ports.QueueDepth{}, fmt.Errorf("queue depth: %w", err)
 	}
 	d := ports.QueueDepth{Messages: ready, Rides: int64(math.Round(float64(ready) * b.ridesPerMessage())), DeadLetters: dead}
-	b.subMu.Lock()
-	c := b.sub
-	b.subMu.Unlock()
-	if c != nil {
+	if c := b.consumer(); c != nil {
 		msgs, rides := c.heldCount()
 		d.Messages += msgs
 		d.Rides += rides
@@ -487,10 +484,7 @@ func (b *Broker) ridesPerMessage() float64 {
 // Disconnect closes the broker connections and stops reconnecting. Call it
 // after Close has drained the deliveries (acks need the connection).
 func (b *Broker) Disconnect() error {
-	b.subMu.Lock()
-	c := b.sub
-	b.subMu.Unlock()
-	if c != nil {
+	if c := b.consumer(); c != nil {
 		c.stopNow()
 	}
 	if b.stop != nil {

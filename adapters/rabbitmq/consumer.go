@@ -349,6 +349,13 @@ func (b *Broker) Reject(ctx context.Context, d ports.Delivery, refused []domain.
 	return err
 }
 
+// consumer is the subscription Deliveries started, nil before it.
+func (b *Broker) consumer() *consumer {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	return b.sub
+}
+
 func (b *Broker) subscriber() (*consumer, error) {
 	b.subMu.Lock()
 	defer b.subMu.Unlock()
@@ -560,10 +567,7 @@ func headerInt(h amqp.Table, key string) int64 {
 // handed out has been settled. The connection stays up for those
 // settlements: Disconnect closes it.
 func (b *Broker) Close() error {
-	b.subMu.Lock()
-	c := b.sub
-	b.subMu.Unlock()
-	if c != nil {
+	if c := b.consumer(); c != nil {
 		c.close()
 	}
 	return nil

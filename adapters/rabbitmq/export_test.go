@@ -4,10 +4,7 @@ package rabbitmq
 // nacking anything and without reconnecting, as a crashed process would: the
 // broker requeues every delivery it held.
 func (b *Broker) KillConsumerConnection() {
-	b.subMu.Lock()
-	c := b.sub
-	b.subMu.Unlock()
-	if c != nil {
+	if c := b.consumer(); c != nil {
 		c.stopRun()
 		<-c.done
 	}

@@ -91,12 +91,8 @@ func Run(t *testing.T, newStore NewRideStore, opts Options) {
 
 func testEmpty(t *testing.T, s ports.RideStore) {
 	c := ctx(t)
-	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 0 {
-		t.Errorf("UniqueSkiers on empty store = %d, %v; want 0, nil", n, err)
-	}
-	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 7); err != nil || v != 0 {
-		t.Errorf("SkierDayVertical on empty store = %d, %v; want 0, nil", v, err)
-	}
+	wantSkiers(t, s, 1, "2024", 1, 0, "empty store")
+	wantVertical(t, s, 1, "2024", 1, 7, 0, "empty store")
 	if sv, err := s.SkierSeasonVerticals(c, 7, []domain.ResortID{1, 2}); err != nil || len(sv) != 0 {
 		t.Errorf("SkierSeasonVerticals on empty store = %v, %v; want none", sv, err)
 	}
@@ -110,9 +106,7 @@ func testEmpty(t *testing.T, s ports.RideStore) {
 
 func testEmptyBatch(t *testing.T, s ports.RideStore) {
 	add(t, s)
-	if n, err := s.UniqueSkiers(ctx(t), 1, "2024", 1); err != nil || n != 0 {
-		t.Errorf("after an empty batch UniqueSkiers = %d, %v; want 0", n, err)
-	}
+	wantSkiers(t, s, 1, "2024", 1, 0, "after an empty batch")
 }
 
 func testSkierDayVertical(t *testing.T, s ports.RideStore) {
@@ -124,16 +118,9 @@ func testSkierDayVertical(t *testing.T, s ports.RideStore) {
 		ride(t, 1, "2025", 5, 42, 30, 40), // other season
 		ride(t, 1, "2024", 5, 43, 30, 40), // other skier
 	)
-	c := ctx(t)
-	if v, err := s.SkierDayVertical(c, 1, "2024", 5, 42); err != nil || v != 150 {
-		t.Errorf("SkierDayVertical(resort 1, 2024, day 5, skier 42) = %d, %v; want 150", v, err)
-	}
-	if v, err := s.SkierDayVertical(c, 2, "2024", 5, 42); err != nil || v != 400 {
-		t.Errorf("SkierDayVertical(resort 2, ...) = %d, %v; want 400", v, err)
-	}
-	if v, err := s.SkierDayVertical(c, 1, "2024", 7, 42); err != nil || v != 0 {
-		t.Errorf("SkierDayVertical for a day with no rides = %d, %v; want 0", v, err)
-	}
+	wantVertical(t, s, 1, "2024", 5, 42, 150, "two rides of the day")
+	wantVertical(t, s, 2, "2024", 5, 42, 400, "the same skier and day at another resort")
+	wantVertical(t, s, 1, "2024", 7, 42, 0, "a day with no rides")
 }
 
 func testUniqueSkiers(t *testing.T, s ports.RideStore) {
@@ -146,16 +133,9 @@ func testUniqueSkiers(t *testing.T, s ports.RideStore) {
 		ride(t, 4, "2024", 1, 5, 1, 1), // other resort
 		ride(t, 3, "2025", 1, 6, 1, 1), // other season
 	)
-	c := ctx(t)
-	if n, err := s.UniqueSkiers(c, 3, "2024", 1); err != nil || n != 3 {
-		t.Errorf("UniqueSkiers(3, 2024, 1) = %d, %v; want 3", n, err)
-	}
-	if n, err := s.UniqueSkiers(c, 3, "2024", 2); err != nil || n != 1 {
-		t.Errorf("UniqueSkiers(3, 2024, 2) = %d, %v; want 1", n, err)
-	}
-	if n, err := s.UniqueSkiers(c, 3, "2024", 3); err != nil || n != 0 {
-		t.Errorf("UniqueSkiers(3, 2024, 3) = %d, %v; want 0", n, err)
-	}
+	wantSkiers(t, s, 3, "2024", 1, 3, "three skiers, one twice")
+	wantSkiers(t, s, 3, "2024", 2, 1, "the other day")
+	wantSkiers(t, s, 3, "2024", 3, 0, "a day with no rides")
 }
 
 func testSeasonVerticals(t *testing.T, s ports.RideStore) {
@@ -251,9 +231,7 @@ func testDuplicateInBatch(t *testing.T, s ports.RideStore) {
 	r := ride(t, 1, "2024", 1, 5, 10, 7)
 	add(t, s, r, r, r)
 	c := ctx(t)
-	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 5); err != nil || v != 70 {
-		t.Errorf("vertical after one ride written three times in a batch = %d, %v; want 70", v, err)
-	}
+	wantVertical(t, s, 1, "2024", 1, 5, 70, "one ride written three times in a batch")
 	if rides, err := s.SkierDayRides(c, 5, "2024", 1); err != nil || len(rides) != 1 {
 		t.Errorf("rides after one ride written three times = %v, %v; want one", rides, err)
 	}
@@ -265,12 +243,8 @@ func testBatchTwice(t *testing.T, s ports.RideStore) {
 	add(t, s, batch...)
 	add(t, s, batch[1])
 	c := ctx(t)
-	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 2 {
-		t.Errorf("UniqueSkiers after a redelivered batch = %d, %v; want 2", n, err)
-	}
-	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 6); err != nil || v != 80 {
-		t.Errorf("vertical after a redelivered batch = %d, %v; want 80", v, err)
-	}
+	wantSkiers(t, s, 1, "2024", 1, 2, "after a redelivered batch")
+	wantVertical(t, s, 1, "2024", 1, 6, 80, "after a redelivered batch")
 	if sv, err := s.SkierSeasonVerticals(c, 6, []domain.ResortID{1}); err != nil || !slices.Equal(sv[1], []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
 		t.Errorf("season totals after a redelivered batch = %v, %v; want [{2024 80}]", sv, err)
 	}
@@ -283,22 +257,29 @@ func testBatchPartlyStored(t *testing.T, s ports.RideStore) {
 	stored := ride(t, 1, "2024", 1, 5, 10, 7)
 	add(t, s, stored)
 	add(t, s, ride(t, 1, "2024", 1, 4, 9, 3), stored, ride(t, 1, "2024", 1, 5, 12, 2), ride(t, 1, "2024", 1, 6, 11, 8))
-	c := ctx(t)
-	if n, err := s.UniqueSkiers(c, 1, "2024", 1); err != nil || n != 3 {
-		t.Errorf("UniqueSkiers after a batch with one ride already stored = %d, %v; want 3", n, err)
-	}
-	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 5); err != nil || v != 90 {
-		t.Errorf("vertical of the skier whose ride was stored before = %d, %v; want 90 (70 stored once + 20 new)", v, err)
-	}
-	if v, err := s.SkierDayVertical(c, 1, "2024", 1, 6); err != nil || v != 80 {
-		t.Errorf("vertical of a skier new in the batch = %d, %v; want 80", v, err)
-	}
+	wantSkiers(t, s, 1, "2024", 1, 3, "after a batch with one ride already stored")
+	wantVertical(t, s, 1, "2024", 1, 5, 90, "the skier whose ride was stored before (70 stored once + 20 new)")
+	wantVertical(t, s, 1, "2024", 1, 6, 80, "a skier new in the batch")
 }
 
 func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
 	add(t, s, ride(t, 1, "2024", 1, 5, 10, 7), ride(t, 1, "2024", 1, 5, 10, 8))
-	if v, err := s.SkierDayVertical(ctx(t), 1, "2024", 1, 5); err != nil || v != 150 {
-		t.Errorf("two rides at the same time on different lifts: vertical = %d, %v; want 150", v, err)
+	wantVertical(t, s, 1, "2024", 1, 5, 150, "two rides at the same time on different lifts")
+}
+
+// wantVertical checks one skier-day's vertical; what names the case.
+func wantVertical(t *testing.T, s ports.RideStore, resort domain.ResortID, season string, day int, skier domain.SkierID, want int64, what string) {
+	t.Helper()
+	if v, err := s.SkierDayVertical(ctx(t), resort, season, day, skier); err != nil || v != want {
+		t.Errorf("%s: SkierDayVertical(resort %d, %s, day %d, skier %d) = %d, %v; want %d", what, resort, season, day, skier, v, err, want)
+	}
+}
+
+// wantSkiers checks one resort-day's count of unique skiers.
+func wantSkiers(t *testing.T, s ports.RideStore, resort domain.ResortID, season string, day, want int, what string) {
+	t.Helper()
+	if n, err := s.UniqueSkiers(ctx(t), resort, season, day); err != nil || n != want {
+		t.Errorf("%s: UniqueSkiers(resort %d, %s, day %d) = %d, %v; want %d", what, resort, season, day, n, err, want)
 	}
 }
 
