@@ -80,20 +80,17 @@ func TestRideStoreContract(t *testing.T) {
 // refuses ("cannot contain an empty string value"); through the
 // strictness layer every model must answer.
 func TestSeasonVerticalsSendNoEmptyKeyValue(t *testing.T) {
-	for _, model := range dynamo.Models {
-		t.Run(model, func(t *testing.T) {
-			t.Parallel()
-			s := rideStore(t, model, nil)
-			ctx := dynamotest.Context(t)
-			if err := s.AddRides(ctx, []domain.LiftRide{mustRide(t, 2, "2024", 1, 5, 10, 3)}); err != nil {
-				t.Fatal(err)
-			}
-			got, err := s.SkierSeasonVerticals(ctx, 5, []domain.ResortID{2})
-			if sv := got[2]; err != nil || len(sv) != 1 || sv[0].TotalVert != 30 {
-				t.Errorf("SkierSeasonVerticals = %v, %v; want resort 2: [{2024 30}]", got, err)
-			}
-		})
-	}
+	eachModel(t, func(t *testing.T, model string) {
+		s := rideStore(t, model, nil)
+		ctx := dynamotest.Context(t)
+		if err := s.AddRides(ctx, []domain.LiftRide{mustRide(t, 2, "2024", 1, 5, 10, 3)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SkierSeasonVerticals(ctx, 5, []domain.ResortID{2})
+		if sv := got[2]; err != nil || len(sv) != 1 || sv[0].TotalVert != 30 {
+			t.Errorf("SkierSeasonVerticals = %v, %v; want resort 2: [{2024 30}]", got, err)
+		}
+	})
 }
 
 func TestResortStoreContract(t *testing.T) {
@@ -103,6 +100,16 @@ func TestResortStoreContract(t *testing.T) {
 				client := dynamotest.Client(t)
 				return dynamo.NewResortStore(client, newTables(t, client, model))
 			})
+		})
+	}
+}
+
+// eachModel runs f on every data model, each a parallel subtest.
+func eachModel(t *testing.T, f func(t *testing.T, model string)) {
+	for _, model := range dynamo.Models {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			f(t, model)
 		})
 	}
 }
@@ -119,46 +126,43 @@ func mustRide(t *testing.T, resort domain.ResortID, season string, day int, skie
 // With two items a page every query must follow LastEvaluatedKey over
 // several pages and still see everything.
 func TestQueriesFollowEveryPage(t *testing.T) {
-	for _, model := range dynamo.Models {
-		t.Run(model, func(t *testing.T) {
-			t.Parallel()
-			s := rideStore(t, model, func(c *dynamo.Config) { c.PageLimit = 2 })
-			ctx := dynamotest.Context(t)
-			var rides []domain.LiftRide
-			for skier := domain.SkierID(1); skier <= 7; skier++ {
-				for day := 1; day <= 3; day++ {
-					rides = append(rides, mustRide(t, 1, "2024", day, skier, int32(10*day), 2))
-				}
+	eachModel(t, func(t *testing.T, model string) {
+		s := rideStore(t, model, func(c *dynamo.Config) { c.PageLimit = 2 })
+		ctx := dynamotest.Context(t)
+		var rides []domain.LiftRide
+		for skier := domain.SkierID(1); skier <= 7; skier++ {
+			for day := 1; day <= 3; day++ {
+				rides = append(rides, mustRide(t, 1, "2024", day, skier, int32(10*day), 2))
 			}
-			if err := s.AddRides(ctx, rides); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := s.UniqueSkiers(ctx, 1, "2024", 2); err != nil || n != 7 {
-				t.Errorf("UniqueSkiers over pages of 2 = %d, %v; want 7", n, err)
-			}
-			if days, err := s.SkierDays(ctx, 3, "2024"); err != nil || !slices.Equal(days, []int{1, 2, 3}) {
-				t.Errorf("SkierDays over pages of 2 = %v, %v; want [1 2 3]", days, err)
-			}
-			if sv, err := s.SkierSeasonVerticals(ctx, 3, []domain.ResortID{1}); err != nil || len(sv[1]) != 1 || sv[1][0].TotalVert != 60 {
-				t.Errorf("SkierSeasonVerticals over pages of 2 = %v, %v; want [{2024 60}]", sv, err)
-			}
-			// The counters model adds 21 skier-day items and 3 days × 7
-			// skiers spread over 7 resort-day shards; the sharded model a
-			// marker per skier-day.
-			wantItems := map[string]int64{dynamo.ModelAdopted: 21, dynamo.ModelAbandoned: 21, dynamo.ModelCounters: 21 + 21 + 21, dynamo.ModelSharded: 21 + 21}[model]
-			if n, err := s.CountItems(ctx); err != nil || n != wantItems {
-				t.Errorf("CountItems over pages of 2 = %d, %v; want %d", n, err, wantItems)
-			}
-			st := s.Stats()
-			// 7 index entries (or shards) for the day at 2 a page: at least 4 requests.
-			if got := st["UniqueSkiers"].Requests; got < 4 {
-				t.Errorf("UniqueSkiers sent %d Query requests; want at least 4 pages", got)
-			}
-			if got := st["CountItems"].Requests; got < 11 {
-				t.Errorf("CountItems sent %d Scan requests; want at least 11 pages", got)
-			}
-		})
-	}
+		}
+		if err := s.AddRides(ctx, rides); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.UniqueSkiers(ctx, 1, "2024", 2); err != nil || n != 7 {
+			t.Errorf("UniqueSkiers over pages of 2 = %d, %v; want 7", n, err)
+		}
+		if days, err := s.SkierDays(ctx, 3, "2024"); err != nil || !slices.Equal(days, []int{1, 2, 3}) {
+			t.Errorf("SkierDays over pages of 2 = %v, %v; want [1 2 3]", days, err)
+		}
+		if sv, err := s.SkierSeasonVerticals(ctx, 3, []domain.ResortID{1}); err != nil || len(sv[1]) != 1 || sv[1][0].TotalVert != 60 {
+			t.Errorf("SkierSeasonVerticals over pages of 2 = %v, %v; want [{2024 60}]", sv, err)
+		}
+		// The counters model adds 21 skier-day items and 3 days × 7
+		// skiers spread over 7 resort-day shards; the sharded model a
+		// marker per skier-day.
+		wantItems := map[string]int64{dynamo.ModelAdopted: 21, dynamo.ModelAbandoned: 21, dynamo.ModelCounters: 21 + 21 + 21, dynamo.ModelSharded: 21 + 21}[model]
+		if n, err := s.CountItems(ctx); err != nil || n != wantItems {
+			t.Errorf("CountItems over pages of 2 = %d, %v; want %d", n, err, wantItems)
+		}
+		st := s.Stats()
+		// 7 index entries (or shards) for the day at 2 a page: at least 4 requests.
+		if got := st["UniqueSkiers"].Requests; got < 4 {
+			t.Errorf("UniqueSkiers sent %d Query requests; want at least 4 pages", got)
+		}
+		if got := st["CountItems"].Requests; got < 11 {
+			t.Errorf("CountItems sent %d Scan requests; want at least 11 pages", got)
+		}
+	})
 }
 
 // The abandoned model appends to a list: only its condition expression on

@@ -260,21 +260,29 @@ func (b *base) queryPages(ctx context.Context, op string, in *dynamodb.QueryInpu
 	if b.pageLimit > 0 {
 		in.Limit = aws.Int32(b.pageLimit)
 	}
+	return readPages(ctx, b, op, "query "+b.table,
+		func() (*dynamodb.QueryOutput, error) { return b.api.Query(ctx, in, b.countThrottles) },
+		func(out *dynamodb.QueryOutput) (*types.ConsumedCapacity, bool) {
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+			return out.ConsumedCapacity, len(out.LastEvaluatedKey) > 0
+		}, each)
+}
+
+// readPages sends one page request after another (send, retried while
+// throttled) and hands each page to each, until next (which points the
+// request at the page after out) says there is none. Every page is a
+// request counted under op; what names it in an error.
+func readPages[Out any](ctx context.Context, b *base, op, what string, send func() (Out, error), next func(out Out) (used *types.ConsumedCapacity, more bool), each func(Out) error) error {
 	for {
-		out, err := retryRead(ctx, b, func() (*dynamodb.QueryOutput, error) {
-			return b.api.Query(ctx, in, b.countThrottles)
-		})
+		out, err := retryRead(ctx, b, send)
 		if err != nil {
-			return unavailable(fmt.Errorf("%s: query %s: %w", op, b.table, err))
+			return unavailable(fmt.Errorf("%s: %s: %w", op, what, err))
 		}
-		b.record(op, false, capacity(out.ConsumedCapacity)...)
-		if err := each(out); err != nil {
+		used, more := next(out)
+		b.record(op, false, capacity(used)...)
+		if err := each(out); err != nil || !more {
 			return err
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
 
@@ -284,22 +292,18 @@ func (b *base) scan(ctx context.Context, op string, in *dynamodb.ScanInput, each
 	if b.pageLimit > 0 {
 		in.Limit = aws.Int32(b.pageLimit)
 	}
-	for {
-		out, err := retryRead(ctx, b, func() (*dynamodb.ScanOutput, error) {
-			return b.api.Scan(ctx, in, b.countThrottles)
-		})
-		if err != nil {
-			return unavailable(fmt.Errorf("%s: scan %s: %w", op, aws.ToString(in.TableName), err))
-		}
-		b.record(op, false, capacity(out.ConsumedCapacity)...)
-		if err := each(out); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
+	return readPages(ctx, b, op, "scan "+aws.ToString(in.TableName),
+		func() (*dynamodb.ScanOutput, error) { return b.api.Scan(ctx, in, b.countThrottles) },
+		func(out *dynamodb.ScanOutput) (*types.ConsumedCapacity, bool) {
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+			return out.ConsumedCapacity, len(out.LastEvaluatedKey) > 0
+		},
+		func(out *dynamodb.ScanOutput) error {
+			if err := each(out); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
 			return nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+		})
 }
 
 // CountItems implements Store. The Scan is eventually consistent (half

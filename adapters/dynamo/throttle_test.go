@@ -75,69 +75,66 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 		dynamo.ModelCounters:  5,
 		dynamo.ModelSharded:   5,
 	}
-	for _, model := range dynamo.Models {
-		t.Run(model, func(t *testing.T) {
-			t.Parallel()
-			px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: units[model]})
-			client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-			cfg := newTables(t, client, model)
-			m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
-			cfg.Metrics, cfg.NewBackOff = m, quickBackOff
-			s, err := dynamo.NewRideStore(client, cfg)
-			if err != nil {
-				t.Fatal(err)
+	eachModel(t, func(t *testing.T, model string) {
+		px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, WriteUnits: units[model]})
+		client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		cfg := newTables(t, client, model)
+		m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
+		cfg.Metrics, cfg.NewBackOff = m, quickBackOff
+		s, err := dynamo.NewRideStore(client, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := dynamotest.Context(t)
+		const skiers, perSkier = 30, 20
+		var rides []domain.LiftRide
+		for i := range perSkier {
+			for sk := int32(1); sk <= skiers; sk++ {
+				rides = append(rides, mustRide(t, 3, "2025", 40, domain.SkierID(sk), int32(100+i), 1+sk%5))
 			}
-			ctx := dynamotest.Context(t)
-			const skiers, perSkier = 30, 20
-			var rides []domain.LiftRide
-			for i := range perSkier {
-				for sk := int32(1); sk <= skiers; sk++ {
-					rides = append(rides, mustRide(t, 3, "2025", 40, domain.SkierID(sk), int32(100+i), 1+sk%5))
+		}
+		if err := s.AddRides(ctx, rides); err != nil {
+			t.Fatalf("AddRides of a one-resort burst under throttling: %v", err)
+		}
+		if px.Throttled() == 0 {
+			t.Fatalf("no request was throttled at %v units/s: the test shows nothing", units[model])
+		}
+		if got, want := m.totalThrottled(), int(px.Throttled()); got != want {
+			t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
+		}
+		// Nothing lost, nothing counted twice.
+		if n, err := s.UniqueSkiers(ctx, 3, "2025", 40); err != nil || n != skiers {
+			t.Errorf("UniqueSkiers = %d, %v; want %d", n, err, skiers)
+		}
+		for sk := domain.SkierID(1); sk <= skiers; sk++ {
+			var want int64
+			for _, r := range rides {
+				if r.SkierID() == sk {
+					want += int64(r.Vertical())
 				}
 			}
-			if err := s.AddRides(ctx, rides); err != nil {
-				t.Fatalf("AddRides of a one-resort burst under throttling: %v", err)
+			if v, err := s.SkierDayVertical(ctx, 3, "2025", 40, sk); err != nil || v != want {
+				t.Errorf("skier %d vertical = %d, %v; want %d", sk, v, err, want)
 			}
-			if px.Throttled() == 0 {
-				t.Fatalf("no request was throttled at %v units/s: the test shows nothing", units[model])
-			}
-			if got, want := m.totalThrottled(), int(px.Throttled()); got != want {
-				t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
-			}
-			// Nothing lost, nothing counted twice.
-			if n, err := s.UniqueSkiers(ctx, 3, "2025", 40); err != nil || n != skiers {
-				t.Errorf("UniqueSkiers = %d, %v; want %d", n, err, skiers)
-			}
-			for sk := domain.SkierID(1); sk <= skiers; sk++ {
-				var want int64
-				for _, r := range rides {
-					if r.SkierID() == sk {
-						want += int64(r.Vertical())
-					}
-				}
-				if v, err := s.SkierDayVertical(ctx, 3, "2025", 40, sk); err != nil || v != want {
-					t.Errorf("skier %d vertical = %d, %v; want %d", sk, v, err, want)
+		}
+		// Only throttled requests were sent again: each ride item was
+		// written to its table partition exactly once (models with one
+		// item a ride), i.e. no batch was resent whole.
+		if model == dynamo.ModelAdopted || model == dynamo.ModelSharded {
+			var writes int64
+			for _, p := range px.Partitions() {
+				if p.Table == cfg.TablePrefix+dynamo.SkierTableName && p.Index == "" {
+					writes += p.Writes
 				}
 			}
-			// Only throttled requests were sent again: each ride item was
-			// written to its table partition exactly once (models with one
-			// item a ride), i.e. no batch was resent whole.
-			if model == dynamo.ModelAdopted || model == dynamo.ModelSharded {
-				var writes int64
-				for _, p := range px.Partitions() {
-					if p.Table == cfg.TablePrefix+dynamo.SkierTableName && p.Index == "" {
-						writes += p.Writes
-					}
-				}
-				if writes != int64(len(rides)) {
-					t.Errorf("ride items written = %d; want each of the %d once", writes, len(rides))
-				}
+			if writes != int64(len(rides)) {
+				t.Errorf("ride items written = %d; want each of the %d once", writes, len(rides))
 			}
-			if m.write[fmt.Sprintf("%s%s/AddRides", cfg.TablePrefix, dynamo.SkierTableName)] == 0 {
-				t.Errorf("no write capacity reported for the skier table: %v", m.write)
-			}
-		})
-	}
+		}
+		if m.write[fmt.Sprintf("%s%s/AddRides", cfg.TablePrefix, dynamo.SkierTableName)] == 0 {
+			t.Errorf("no write capacity reported for the skier table: %v", m.write)
+		}
+	})
 }
 
 // Reads through the throughput model with partitions serving 2 read units a
@@ -146,41 +143,38 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 // again with backoff, as writes are, and the answers are whole. The SDK's
 // own retries are off, so each throttle reaches the adapter.
 func TestThrottledReadsAreRetried(t *testing.T) {
-	for _, model := range dynamo.Models {
-		t.Run(model, func(t *testing.T) {
-			t.Parallel()
-			px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, ReadUnits: 2})
-			client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-			cfg := newTables(t, client, model)
-			m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
-			cfg.Metrics, cfg.NewBackOff, cfg.PageLimit = m, quickBackOff, 1
-			s, err := dynamo.NewRideStore(client, cfg)
-			if err != nil {
-				t.Fatal(err)
+	eachModel(t, func(t *testing.T, model string) {
+		px := dynamotest.NewProxy(t, dynamosim.Options{Throughput: true, ReadUnits: 2})
+		client := dynamosim.ClientFor(px.URL, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		cfg := newTables(t, client, model)
+		m := &countingMetrics{throttled: map[string]int{}, write: map[string]float64{}}
+		cfg.Metrics, cfg.NewBackOff, cfg.PageLimit = m, quickBackOff, 1
+		s, err := dynamo.NewRideStore(client, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := dynamotest.Context(t)
+		var rides []domain.LiftRide
+		for day := 1; day <= 4; day++ {
+			rides = append(rides, mustRide(t, 3, "2025", day, 5, 100, 2))
+		}
+		if err := s.AddRides(ctx, rides); err != nil {
+			t.Fatal(err)
+		}
+		if days, err := s.SkierDays(ctx, 5, "2025"); err != nil || !slices.Equal(days, []int{1, 2, 3, 4}) {
+			t.Errorf("SkierDays under read throttling = %v, %v; want [1 2 3 4]", days, err)
+		}
+		for range 3 { // back to back: the partition has no unit left for the next
+			if v, err := s.SkierDayVertical(ctx, 3, "2025", 2, 5); err != nil || v != 20 {
+				t.Errorf("SkierDayVertical under read throttling = %d, %v; want 20", v, err)
 			}
-			ctx := dynamotest.Context(t)
-			var rides []domain.LiftRide
-			for day := 1; day <= 4; day++ {
-				rides = append(rides, mustRide(t, 3, "2025", day, 5, 100, 2))
-			}
-			if err := s.AddRides(ctx, rides); err != nil {
-				t.Fatal(err)
-			}
-			if days, err := s.SkierDays(ctx, 5, "2025"); err != nil || !slices.Equal(days, []int{1, 2, 3, 4}) {
-				t.Errorf("SkierDays under read throttling = %v, %v; want [1 2 3 4]", days, err)
-			}
-			for range 3 { // back to back: the partition has no unit left for the next
-				if v, err := s.SkierDayVertical(ctx, 3, "2025", 2, 5); err != nil || v != 20 {
-					t.Errorf("SkierDayVertical under read throttling = %d, %v; want 20", v, err)
-				}
-			}
-			skierTable := cfg.TablePrefix + dynamo.SkierTableName
-			if m.throttledOf(skierTable, "Query") == 0 {
-				t.Errorf("no Query of %s was throttled (%v): the test shows nothing", skierTable, m.throttled)
-			}
-			if got, want := m.totalThrottled(), int(px.Throttled()); got != want {
-				t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
-			}
-		})
-	}
+		}
+		skierTable := cfg.TablePrefix + dynamo.SkierTableName
+		if m.throttledOf(skierTable, "Query") == 0 {
+			t.Errorf("no Query of %s was throttled (%v): the test shows nothing", skierTable, m.throttled)
+		}
+		if got, want := m.totalThrottled(), int(px.Throttled()); got != want {
+			t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
+		}
+	})
 }

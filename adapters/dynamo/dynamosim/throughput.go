@@ -291,22 +291,27 @@ func (p *Proxy) refused(w http.ResponseWriter, keys []PartitionKey, read bool, n
 	return false
 }
 
-// forwardAsking forwards the request with the fields in set overridden
-// (what the model needs to know from dynalite's answer) and decodes what
-// it consumed.
-func (p *Proxy) forwardAsking(r *http.Request, body []byte, set map[string]string) (int, []byte, http.Header, consumed, error) {
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(body, &raw)
-	for k, v := range set {
-		raw[k], _ = json.Marshal(v)
+// forwardAsking forwards the request, when ask is set with field set to
+// value (what the model needs to know from dynalite's answer, which the
+// client did not ask for), and decodes what it consumed. hidden names the
+// answer's field the client then must not see (answerField, or none). A
+// request that cannot be forwarded is answered 502 here and ok is false.
+func (p *Proxy) forwardAsking(w http.ResponseWriter, r *http.Request, body []byte, ask bool, field, value, answerField string) (status int, resp []byte, hdr http.Header, out consumed, hidden []string, ok bool) {
+	fwd := body
+	if ask {
+		var raw map[string]json.RawMessage
+		_ = json.Unmarshal(body, &raw)
+		raw[field], _ = json.Marshal(value)
+		fwd, _ = json.Marshal(raw)
+		hidden = []string{answerField}
 	}
-	fwd, _ := json.Marshal(raw)
 	status, resp, hdr, err := p.forward(r, fwd)
-	var out consumed
-	if err == nil {
-		_ = json.Unmarshal(resp, &out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return 0, nil, nil, out, nil, false
 	}
-	return status, resp, hdr, out, err
+	_ = json.Unmarshal(resp, &out)
+	return status, resp, hdr, out, hidden, true
 }
 
 // hide removes from a successful answer the fields the client did not ask
@@ -495,14 +500,8 @@ func (p *Proxy) update(w http.ResponseWriter, r *http.Request, req *request, bod
 		return
 	}
 	askNew := req.ReturnValues == "" || req.ReturnValues == "NONE"
-	set, hidden := map[string]string{}, []string{}
-	if askNew {
-		set["ReturnValues"] = "ALL_NEW"
-		hidden = append(hidden, "Attributes")
-	}
-	status, resp, hdr, out, err := p.forwardAsking(r, body, set)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	status, resp, hdr, out, hidden, ok := p.forwardAsking(w, r, body, askNew, "ReturnValues", "ALL_NEW", "Attributes")
+	if !ok {
 		return
 	}
 	var cs []charge
@@ -556,14 +555,9 @@ func (p *Proxy) read(w http.ResponseWriter, r *http.Request, op string, req *req
 	if p.refused(w, []PartitionKey{key}, true, now) {
 		return
 	}
-	set, hidden := map[string]string{}, []string{}
-	if req.ReturnConsumedCapacity != "TOTAL" && req.ReturnConsumedCapacity != "INDEXES" {
-		set["ReturnConsumedCapacity"] = "TOTAL"
-		hidden = append(hidden, "ConsumedCapacity")
-	}
-	status, resp, hdr, out, err := p.forwardAsking(r, body, set)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	askUnits := req.ReturnConsumedCapacity != "TOTAL" && req.ReturnConsumedCapacity != "INDEXES"
+	status, resp, hdr, out, hidden, ok := p.forwardAsking(w, r, body, askUnits, "ReturnConsumedCapacity", "TOTAL", "ConsumedCapacity")
+	if !ok {
 		return
 	}
 	if status == http.StatusOK && out.ConsumedCapacity != nil {

@@ -18,6 +18,15 @@ import (
 // billed is the write units the proxy accounted so far per partition key
 // value of table: "" names the table's partition 7, other keys the index
 // partitions.
+// wantTableUnits checks the write units billed to table's partition 7;
+// why lists what they were billed for.
+func wantTableUnits(t *testing.T, px *dynamosim.Proxy, table string, want float64, why string) {
+	t.Helper()
+	if got := billed(px, table)[""]; got != want {
+		t.Errorf("table units = %v; want %v (%s)", got, want, why)
+	}
+}
+
 func billed(px *dynamosim.Proxy, table string) map[string]float64 {
 	out := map[string]float64{}
 	for _, p := range px.Partitions() {
@@ -79,9 +88,7 @@ func TestFailedConditionIsBilledTheExistingItem(t *testing.T) {
 		UpdateExpression: aws.String("SET Flag = :t"), ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":t": s("t")}})
 	wantRefused(t, err, "ConditionalCheckFailedException", "")
-	if got, want := billed(px, table)[""], 3.0+3+3+3+1; got != want {
-		t.Errorf("table units = %v; want %v (the put, three refusals of the 3-unit item, one of no item)", got, want)
-	}
+	wantTableUnits(t, px, table, 3+3+3+3+1, "the put, three refusals of the 3-unit item, one of no item")
 }
 
 func TestOverwriteIsBilledTheLargerItem(t *testing.T) {
@@ -110,9 +117,7 @@ func TestOverwriteIsBilledTheLargerItem(t *testing.T) {
 	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key()}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := billed(px, table)[""], 3.0+3+3+3+1; got != want {
-		t.Errorf("table units = %v; want %v (put 3, overwrite 3→1 billed 3, update 1→3, batch put 3→1, delete 1)", got, want)
-	}
+	wantTableUnits(t, px, table, 3+3+3+3+1, "put 3, overwrite 3→1 billed 3, update 1→3, batch put 3→1, delete 1")
 }
 
 func TestIndexWritesFollowAWSRules(t *testing.T) {
@@ -169,7 +174,5 @@ func TestNumbersAreSizedBySignificantDigits(t *testing.T) {
 	if _, err := c.PutItem(dynamotest.Context(t), &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
 		t.Fatal(err)
 	}
-	if got := billed(px, table)[""]; got != 1 {
-		t.Errorf("a 1,024-byte item was billed %v units; want 1", got)
-	}
+	wantTableUnits(t, px, table, 1, "a 1,024-byte item")
 }

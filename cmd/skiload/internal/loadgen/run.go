@@ -69,8 +69,8 @@ func DefaultConfig() Config {
 // RegisterFlags binds c's fields to flags on fs, defaults from c.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.URL, "url", c.URL, "base URL of the Ski Data API")
+	c.registerOpenLoopFlags(fs, "case")
 	fs.StringVar(&c.Mode, "mode", c.Mode, "post: the POST load; get: the three GET test cases, about the rides the POST load of the same --seed created; all: POST, wait for the queue to drain, then the GETs")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random rides and ids (same seed, same rides)")
 	fs.Var(&c.Ranges.Skiers, "skiers", "skier ids, lo-hi")
 	fs.Var(&c.Ranges.Resorts, "resorts", "resort ids, lo-hi (the demo catalogue has 1-10)")
 	fs.Var(&c.Ranges.Lifts, "lifts", "lift ids, lo-hi")
@@ -90,18 +90,25 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Retry.Retries, "retries", c.Retry.Retries, "retries of a request after a network error, 5xx or 429 (then it counts as failed); closed loop only: --rate sends each request once")
 	fs.DurationVar(&c.Retry.Base, "backoff-base", c.Retry.Base, "first retry waits up to this (full jitter, doubling), unless Retry-After says")
 	fs.DurationVar(&c.Retry.Max, "backoff-max", c.Retry.Max, "longest backoff ceiling")
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per-attempt HTTP timeout (with --rate also how long a case waits for answers after its last send)")
 	fs.StringVar(&c.CSV, "csv", c.CSV, "write one line per request (start, method, latency_ms, status) to this file (closed loop, --mode post or get)")
 	fs.StringVar(&c.Chart, "chart", c.Chart, "write an SVG of throughput and p99 latency per second to this file (closed loop, --mode post or get)")
 	fs.BoolVar(&c.Verify, "verify", c.Verify, "after the POST load, wait for the queue to drain and check the store holds every 201'd ride; exact only on a fresh service (rides from earlier runs show as \"extra\")")
 	fs.DurationVar(&c.VerifyDeadline, "verify-deadline", c.VerifyDeadline, "how long --verify (and the wait before the GETs) waits for /readyz queueDepth 0")
 	fs.IntVar(&c.VerifySample, "verify-sample", c.VerifySample, "skier-days whose day vertical --verify checks")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also run every case, in the same run, against a trivial in-process server that answers the same status with a small body (201 to a POST, 200 and a little JSON to a GET), to show this machine's ceiling")
-	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each case at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0: the closed-loop workers)")
-	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each case's schedule runs (it sends rate × duration requests)")
+	fs.StringVar(&c.CPUMetrics, "cpu-metrics", c.CPUMetrics, "also report the CPU per request of these skidata processes, name=base URL comma-separated, read from their /metrics (e.g. consumer=http://127.0.0.1:8081)")
+}
+
+// registerOpenLoopFlags binds the flags a run and a sweep share: the
+// rides, the open-loop schedule and the CPU to report. unit names what
+// one schedule serves (a run's case, a sweep's point).
+func (c *Config) registerOpenLoopFlags(fs *flag.FlagSet, unit string) {
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random rides and ids (same seed, same rides)")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per-attempt HTTP timeout (with --rate also how long a "+unit+" waits for answers after its last send)")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each "+unit+" at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0: the closed-loop workers)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each "+unit+"'s schedule runs (it sends rate × duration requests)")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", c.MaxInFlight, "with --rate: most requests (so connections) in flight at once; beyond it requests are sent late, and their wait still counts")
 	fs.StringVar(&c.CPUOf, "cpu-of", c.CPUOf, "also report the CPU per request of these local processes, by command name, comma-separated (e.g. beam.smp,postgres: every process of that name, from /proc)")
-	fs.StringVar(&c.CPUMetrics, "cpu-metrics", c.CPUMetrics, "also report the CPU per request of these skidata processes, name=base URL comma-separated, read from their /metrics (e.g. consumer=http://127.0.0.1:8081)")
 }
 
 // RateCount is how many requests an open-loop case sends.
