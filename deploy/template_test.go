@@ -15,8 +15,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"gopkg.in/yaml.v3"
 
 	"github.com/skidata/skidata/adapters/dynamo"
@@ -426,20 +428,27 @@ func TestTemplateTablesSurviveDeletionButNotAFailedFirstCreate(t *testing.T) {
 
 // ---- IAM -------------------------------------------------------------------
 
-// recorder is the adapter's DynamoDB client with every call's operation
-// name written down under the instance role that made it (roleOf its
-// context). It implements both client interfaces of the adapter, so a new
-// method there fails to compile here until it is recorded too.
+// recorder writes down every DynamoDB operation the adapter's client
+// makes under the instance role that made it (roleOf its context). It
+// hooks the SDK's middleware stack, so an operation the adapter starts
+// using is recorded without a change here.
 type recorder struct {
-	c   *dynamodb.Client
 	mu  sync.Mutex
 	ops map[string]map[string]bool // role -> "dynamodb:Action"
 }
 
-var (
-	_ dynamo.API      = (*recorder)(nil)
-	_ dynamo.TableAPI = (*recorder)(nil)
-)
+// client is c with every operation recorded.
+func (r *recorder) client(c *dynamodb.Client) *dynamodb.Client {
+	return dynamodb.New(c.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("recordOperation",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					r.note(ctx, awsmiddleware.GetOperationName(ctx))
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	})
+}
 
 func (r *recorder) note(ctx context.Context, op string) {
 	r.mu.Lock()
@@ -454,35 +463,6 @@ func (r *recorder) note(ctx context.Context, op string) {
 		}
 		r.ops[role]["dynamodb:"+op] = true
 	}
-}
-
-func (r *recorder) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	r.note(ctx, "BatchWriteItem")
-	return r.c.BatchWriteItem(ctx, in, o...)
-}
-func (r *recorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	r.note(ctx, "UpdateItem")
-	return r.c.UpdateItem(ctx, in, o...)
-}
-func (r *recorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	r.note(ctx, "GetItem")
-	return r.c.GetItem(ctx, in, o...)
-}
-func (r *recorder) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	r.note(ctx, "Query")
-	return r.c.Query(ctx, in, o...)
-}
-func (r *recorder) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	r.note(ctx, "Scan")
-	return r.c.Scan(ctx, in, o...)
-}
-func (r *recorder) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	r.note(ctx, "CreateTable")
-	return r.c.CreateTable(ctx, in, o...)
-}
-func (r *recorder) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	r.note(ctx, "DescribeTable")
-	return r.c.DescribeTable(ctx, in, o...)
 }
 
 // ---- which role calls what ------------------------------------------------
@@ -554,14 +534,15 @@ func (s roleResorts) AddSeason(ctx context.Context, resortID domain.ResortID, se
 // actions.
 func runtimeActions(t *testing.T, models []string) map[string][]string {
 	t.Helper()
-	rec := &recorder{c: dynamotest.Client(t), ops: map[string]map[string]bool{}}
+	rec := &recorder{ops: map[string]map[string]bool{}}
+	recorded := rec.client(dynamotest.Client(t))
 	both := func(t *testing.T) context.Context { return asRoles(dynamotest.Context(t), roleAPI, roleConsumer) }
 	newTables := func(t *testing.T, model string) dynamo.Config {
 		cfg := dynamo.Config{TablePrefix: dynamotest.Prefix(t), Model: model}
 		if err := dynamo.CreateTables(dynamotest.Context(t), dynamotest.Client(t), cfg.TablePrefix, model); err != nil {
 			t.Fatalf("CreateTables: %v", err)
 		}
-		if err := dynamo.CheckTables(both(t), rec, cfg.TablePrefix, model); err != nil {
+		if err := dynamo.CheckTables(both(t), recorded, cfg.TablePrefix, model); err != nil {
 			t.Fatalf("CheckTables: %v", err)
 		}
 		return cfg
@@ -569,7 +550,7 @@ func runtimeActions(t *testing.T, models []string) map[string][]string {
 	for _, model := range models {
 		t.Run("rides "+model, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) ports.RideStore {
-				s, err := dynamo.NewRideStore(rec, newTables(t, model))
+				s, err := dynamo.NewRideStore(recorded, newTables(t, model))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -578,7 +559,7 @@ func runtimeActions(t *testing.T, models []string) map[string][]string {
 		})
 		t.Run("resorts "+model, func(t *testing.T) {
 			storetest.RunResorts(t, func(t *testing.T) ports.ResortStore {
-				s := dynamo.NewResortStore(rec, newTables(t, model))
+				s := dynamo.NewResortStore(recorded, newTables(t, model))
 				if err := s.Ping(both(t)); err != nil {
 					t.Fatalf("Ping: %v", err)
 				}
