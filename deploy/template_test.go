@@ -116,6 +116,20 @@ func isIntrinsic(tag string) bool {
 	return strings.HasPrefix(tag, "!") && !strings.HasPrefix(tag, "!!")
 }
 
+// single is the template's one resource of type typ, its name and its
+// properties; the test stops unless there is exactly one.
+func single(t *testing.T, tpl map[string]any, typ string) (string, map[string]any) {
+	t.Helper()
+	rs := resources(t, tpl, typ)
+	if len(rs) != 1 {
+		t.Fatalf("%d resources of type %s; want 1", len(rs), typ)
+	}
+	for name, props := range rs {
+		return name, props
+	}
+	panic("unreachable")
+}
+
 func resources(t *testing.T, tpl map[string]any, typ string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
@@ -979,22 +993,17 @@ func TestTemplateEveryInstanceRequiresIMDSv2(t *testing.T) {
 // stack asks for a single instance, and reachable only over AMQPS.
 func TestTemplateBrokerIsAmazonMQClusterByDefault(t *testing.T) {
 	tpl := loadTemplate(t)
-	brokers := resources(t, tpl, "AWS::AmazonMQ::Broker")
-	if len(brokers) != 1 {
-		t.Fatalf("want one AWS::AmazonMQ::Broker, have %d", len(brokers))
+	name, b := single(t, tpl, "AWS::AmazonMQ::Broker")
+	if b["EngineType"] != "RABBITMQ" {
+		t.Errorf("%s: EngineType %v; want RABBITMQ", name, b["EngineType"])
 	}
-	for name, b := range brokers {
-		if b["EngineType"] != "RABBITMQ" {
-			t.Errorf("%s: EngineType %v; want RABBITMQ", name, b["EngineType"])
-		}
-		if b["PubliclyAccessible"] != false {
-			t.Errorf("%s: PubliclyAccessible must be false", name)
-		}
-		ref, _ := b["DeploymentMode"].(map[string]any)
-		param, _ := tpl["Parameters"].(map[string]any)[str(ref["Ref"])].(map[string]any)
-		if param["Default"] != "CLUSTER_MULTI_AZ" {
-			t.Errorf("%s: DeploymentMode defaults to %v; want CLUSTER_MULTI_AZ", name, param["Default"])
-		}
+	if b["PubliclyAccessible"] != false {
+		t.Errorf("%s: PubliclyAccessible must be false", name)
+	}
+	ref, _ := b["DeploymentMode"].(map[string]any)
+	param, _ := tpl["Parameters"].(map[string]any)[str(ref["Ref"])].(map[string]any)
+	if param["Default"] != "CLUSTER_MULTI_AZ" {
+		t.Errorf("%s: DeploymentMode defaults to %v; want CLUSTER_MULTI_AZ", name, param["Default"])
 	}
 	for name, sg := range resources(t, tpl, "AWS::EC2::SecurityGroupEgress") {
 		if to, _ := sg["DestinationSecurityGroupId"].(map[string]any); str(to["Ref"]) == "BrokerSG" && sg["FromPort"] != 5671 {
@@ -1314,29 +1323,22 @@ func TestTemplateQueueAlarmsCountMessagesNotRides(t *testing.T) {
 // the address from X-Forwarded-For under the ec2 profile).
 func TestTemplateWAFRateLimitsEachClientAddress(t *testing.T) {
 	tpl := loadTemplate(t)
-	acls := resources(t, tpl, "AWS::WAFv2::WebACL")
-	if len(acls) != 1 {
-		t.Fatalf("%d web ACLs; want 1", len(acls))
+	aclName, acl := single(t, tpl, "AWS::WAFv2::WebACL")
+	if acl["Scope"] != "REGIONAL" {
+		t.Errorf("%s scope %v; want REGIONAL (a load balancer's)", aclName, acl["Scope"])
 	}
-	var aclName string
-	for name, acl := range acls {
-		aclName = name
-		if acl["Scope"] != "REGIONAL" {
-			t.Errorf("%s scope %v; want REGIONAL (a load balancer's)", name, acl["Scope"])
+	limited := false
+	for _, r := range list(acl["Rules"]) {
+		rule := r.(map[string]any)
+		st, _ := rule["Statement"].(map[string]any)
+		rb, _ := st["RateBasedStatement"].(map[string]any)
+		action, _ := rule["Action"].(map[string]any)
+		if rb != nil && rb["AggregateKeyType"] == "IP" && action["Block"] != nil {
+			limited = true
 		}
-		limited := false
-		for _, r := range list(acl["Rules"]) {
-			rule := r.(map[string]any)
-			st, _ := rule["Statement"].(map[string]any)
-			rb, _ := st["RateBasedStatement"].(map[string]any)
-			action, _ := rule["Action"].(map[string]any)
-			if rb != nil && rb["AggregateKeyType"] == "IP" && action["Block"] != nil {
-				limited = true
-			}
-		}
-		if !limited {
-			t.Errorf("%s has no rule blocking one IP over a rate", name)
-		}
+	}
+	if !limited {
+		t.Errorf("%s has no rule blocking one IP over a rate", aclName)
 	}
 	assoc := resources(t, tpl, "AWS::WAFv2::WebACLAssociation")
 	found := false

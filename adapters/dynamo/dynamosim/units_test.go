@@ -62,12 +62,18 @@ func key() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"PK": n(7), "SK": s("a")}
 }
 
+// threeUnitItem is key()'s item at 2,500 bytes: 3 write units.
+func threeUnitItem() map[string]types.AttributeValue {
+	it := key()
+	it["Data"] = pad(keyBytes, 2500)
+	return it
+}
+
 func TestFailedConditionIsBilledTheExistingItem(t *testing.T) {
 	t.Parallel()
 	px, c, table := unitsProxy(t)
 	ctx := dynamotest.Context(t)
-	big := key()
-	big["Data"] = pad(keyBytes, 2500) // 3 units
+	big := threeUnitItem()
 	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: big}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +101,7 @@ func TestOverwriteIsBilledTheLargerItem(t *testing.T) {
 	t.Parallel()
 	px, c, table := unitsProxy(t)
 	ctx := dynamotest.Context(t)
-	big := key()
-	big["Data"] = pad(keyBytes, 2500) // 3 units
+	big := threeUnitItem()
 	for _, it := range []map[string]types.AttributeValue{big, key()} {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
 			t.Fatal(err)
