@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -261,30 +260,19 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 	return pt
 }
 
-// serviceProcess is one skiapi process the sweep started.
+// serviceProcess is one skiapi process the sweep started. Its output is
+// read only once it has exited (exited closes after cmd.Wait, which
+// returns once the output is copied), so the buffer needs no lock.
 type serviceProcess struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	output bytes.Buffer
 	exited chan struct{}
 }
 
-// lockedBuffer is the tail of a process's stderr, written by its copier.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimSpace(b.buf.String())
+// outputTail is the end of what the exited process wrote.
+func (sp *serviceProcess) outputTail() string {
+	s := strings.TrimSpace(sp.output.String())
 	if len(s) > 600 {
 		s = "…" + s[len(s)-600:]
 	}
@@ -310,8 +298,8 @@ func startService(ctx context.Context, skiapi string, args []string, deadline ti
 		return nil, err
 	}
 	cmd := exec.Command(skiapi, append(args, "--listen", addr, "--log-level", "warn")...)
-	sp := &serviceProcess{cmd: cmd, url: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = sp.stderr, sp.stderr
+	sp := &serviceProcess{cmd: cmd, url: "http://" + addr, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &sp.output, &sp.output
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -327,10 +315,10 @@ func startService(ctx context.Context, skiapi string, args []string, deadline ti
 		}
 		select {
 		case <-sp.exited:
-			return nil, fmt.Errorf("skiapi %s exited before it was ready: %s", strings.Join(args, " "), sp.stderr.tail())
+			return nil, fmt.Errorf("skiapi %s exited before it was ready: %s", strings.Join(args, " "), sp.outputTail())
 		case <-give:
 			sp.stop()
-			return nil, fmt.Errorf("skiapi %s not ready within %s: %s", strings.Join(args, " "), deadline, sp.stderr.tail())
+			return nil, fmt.Errorf("skiapi %s not ready within %s: %s", strings.Join(args, " "), deadline, sp.outputTail())
 		case <-ctx.Done():
 			sp.stop()
 			return nil, ctx.Err()
