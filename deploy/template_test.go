@@ -130,6 +130,17 @@ func single(t *testing.T, tpl map[string]any, typ string) (string, map[string]an
 	panic("unreachable")
 }
 
+// wantValues checks keys of one of the template's maps (a resource, its
+// properties, a policy) against fixed values; what names the map.
+func wantValues(t *testing.T, what string, m, want map[string]any) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if m[k] != want[k] {
+			t.Errorf("%s: %s is %v; want %v", what, k, m[k], want[k])
+		}
+	}
+}
+
 func resources(t *testing.T, tpl map[string]any, typ string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
@@ -427,12 +438,8 @@ func TestTemplateTablesSurviveDeletionButNotAFailedFirstCreate(t *testing.T) {
 		t.Fatal("no table")
 	}
 	for name, r := range tables {
-		if r["DeletionPolicy"] != "RetainExceptOnCreate" {
-			t.Errorf("table %s: DeletionPolicy is %v; want RetainExceptOnCreate", name, r["DeletionPolicy"])
-		}
-		if r["UpdateReplacePolicy"] != "Retain" {
-			t.Errorf("table %s: UpdateReplacePolicy is %v; want Retain (a replacement keeps the old table)", name, r["UpdateReplacePolicy"])
-		}
+		// A replacement keeps the old table.
+		wantValues(t, "table "+name, r, map[string]any{"DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain"})
 		props, _ := r["Properties"].(map[string]any)
 		if props["DeletionProtectionEnabled"] != true {
 			t.Errorf("table %s: DeletionProtectionEnabled is %v; want true", name, props["DeletionProtectionEnabled"])
@@ -876,18 +883,8 @@ func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testi
 
 		up, _ := g["UpdatePolicy"].(map[string]any)
 		ru, _ := up["AutoScalingRollingUpdate"].(map[string]any)
-		if ru["WaitOnResourceSignals"] != true {
-			t.Errorf("%s: rolling update does not wait on resource signals", name)
-		}
-		if ru["PauseTime"] != "PT15M" {
-			t.Errorf("%s: rolling update PauseTime is %v; want PT15M", name, ru["PauseTime"])
-		}
-		if ru["MaxBatchSize"] != 1 {
-			t.Errorf("%s: rolling update MaxBatchSize is %v; want 1 (one instance out at a time)", name, ru["MaxBatchSize"])
-		}
-		if ru["MinInstancesInService"] != minInService {
-			t.Errorf("%s: rolling update MinInstancesInService is %v; want %d", name, ru["MinInstancesInService"], minInService)
-		}
+		// One instance out at a time, each waited for until it signals.
+		wantValues(t, name+" rolling update", ru, map[string]any{"WaitOnResourceSignals": true, "PauseTime": "PT15M", "MaxBatchSize": 1, "MinInstancesInService": minInService})
 
 		ltRef, _ := props["LaunchTemplate"].(map[string]any)
 		id, _ := ltRef["LaunchTemplateId"].(map[string]any)
@@ -994,12 +991,7 @@ func TestTemplateEveryInstanceRequiresIMDSv2(t *testing.T) {
 func TestTemplateBrokerIsAmazonMQClusterByDefault(t *testing.T) {
 	tpl := loadTemplate(t)
 	name, b := single(t, tpl, "AWS::AmazonMQ::Broker")
-	if b["EngineType"] != "RABBITMQ" {
-		t.Errorf("%s: EngineType %v; want RABBITMQ", name, b["EngineType"])
-	}
-	if b["PubliclyAccessible"] != false {
-		t.Errorf("%s: PubliclyAccessible must be false", name)
-	}
+	wantValues(t, name, b, map[string]any{"EngineType": "RABBITMQ", "PubliclyAccessible": false})
 	ref, _ := b["DeploymentMode"].(map[string]any)
 	param, _ := tpl["Parameters"].(map[string]any)[str(ref["Ref"])].(map[string]any)
 	if param["Default"] != "CLUSTER_MULTI_AZ" {
