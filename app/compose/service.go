@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
-	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue)
+	// gomaxprocs: the cores the process schedules its goroutines on (Go's
+	// GOMAXPROCS; docs/operations.md, "Sharing a box's cores").
+	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	var runErr error
 	select {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -47,8 +48,18 @@ func (p *proc) log() string {
 // running.
 func startSkiapi(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startSkiapiWith(t, name, bin, nil, args...)
+}
+
+// startSkiapiWith is startSkiapi with env added to the process's
+// environment.
+func startSkiapiWith(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...)
 	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan error, 1)}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -344,4 +355,26 @@ func TestConsumerRoleRefusesRides(t *testing.T) {
 		}
 	}
 	consumer.terminate(t)
+}
+
+// TestServingLineShowsTheGOMAXPROCSInEffect: an operator who sets
+// GOMAXPROCS for a process sharing its box (docs/operations.md) sees the
+// value the process runs with in its start-up line.
+func TestServingLineShowsTheGOMAXPROCSInEffect(t *testing.T) {
+	p := startSkiapiWith(t, "skiapi", buildSkiapi(t), []string{"GOMAXPROCS=1"})
+	for _, line := range strings.Split(p.log(), "\n") {
+		var rec struct {
+			Msg        string
+			Gomaxprocs *int
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "skidata serving" {
+			continue
+		}
+		if rec.Gomaxprocs == nil || *rec.Gomaxprocs != 1 {
+			t.Errorf("serving line %s; want gomaxprocs 1", line)
+		}
+		p.terminate(t)
+		return
+	}
+	t.Fatalf("no serving line in:\n%s", p.log())
 }
