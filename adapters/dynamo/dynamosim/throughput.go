@@ -291,11 +291,12 @@ func (p *Proxy) refused(w http.ResponseWriter, keys []PartitionKey, read bool, n
 	return false
 }
 
-// forwardAsking forwards the request, when ask is set with field set to
-// value (what the model needs to know from dynalite's answer, which the
-// client did not ask for), and decodes what it consumed. hidden names the
-// answer's field the client then must not see (answerField, or none). A
-// request that cannot be forwarded is answered 502 here and ok is false.
+// forwardAsking forwards the request and decodes what it consumed. With
+// ask set it first sets field to value in the request (something the
+// model needs from dynalite's answer that the client did not ask for) and
+// returns answerField in hidden: the answer's field the client must not
+// see. A request that cannot be forwarded is answered 502 here and ok is
+// false.
 func (p *Proxy) forwardAsking(w http.ResponseWriter, r *http.Request, body []byte, ask bool, field, value, answerField string) (status int, resp []byte, hdr http.Header, out consumed, hidden []string, ok bool) {
 	fwd := body
 	if ask {
