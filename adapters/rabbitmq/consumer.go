@@ -356,13 +356,12 @@ func (b *Broker) consumer() *consumer {
 	return b.sub
 }
 
+// subscriber is consumer for a settlement, which needs one.
 func (b *Broker) subscriber() (*consumer, error) {
-	b.subMu.Lock()
-	defer b.subMu.Unlock()
-	if b.sub == nil {
-		return nil, errors.New("rabbitmq: a delivery settled before Deliveries")
+	if c := b.consumer(); c != nil {
+		return c, nil
 	}
-	return b.sub, nil
+	return nil, errors.New("rabbitmq: a delivery settled before Deliveries")
 }
 
 func (c *consumer) liveLane(id uint32) *lane {

@@ -105,7 +105,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) registerOpenLoopFlags(fs *flag.FlagSet, unit string) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random rides and ids (same seed, same rides)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per-attempt HTTP timeout (with --rate also how long a "+unit+" waits for answers after its last send)")
-	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each "+unit+" at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0: the closed-loop workers)")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each "+unit+" at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0, outside a sweep: the closed-loop workers)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each "+unit+"'s schedule runs (it sends rate × duration requests)")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", c.MaxInFlight, "with --rate: most requests (so connections) in flight at once; beyond it requests are sent late, and their wait still counts")
 	fs.StringVar(&c.CPUOf, "cpu-of", c.CPUOf, "also report the CPU per request of these local processes, by command name, comma-separated (e.g. beam.smp,postgres: every process of that name, from /proc)")
