@@ -315,10 +315,10 @@ type instrumentedPublisher struct {
 
 func (p instrumentedPublisher) Publish(ctx context.Context, rides []domain.LiftRide) error {
 	err := p.next.Publish(ctx, rides)
-	if err == nil {
+	switch {
+	case err == nil:
 		p.metrics.MessagePublished(len(rides))
-	}
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ports.ErrPublishPaused) {
+	case !errors.Is(err, context.Canceled) && !errors.Is(err, ports.ErrPublishPaused):
 		p.metrics.PublishFailed(len(rides))
 		p.log.Warn("publish failed", "rides", len(rides), "err", err)
 	}
