@@ -96,11 +96,14 @@ start)
     n=$((n + 1))
   done
   # await_startup fails at once while the node is not yet registered with
-  # epmd, so it is retried until the node answers (up to 120 s).
+  # epmd, so it is retried until the node answers (up to 120 s), or until
+  # the node's launcher has exited: a node that stopped or crashed while
+  # starting (a port taken since it was chosen) will not answer.
   for n in $nodes; do
     ok=
     for _ in $(seq 1 240); do
       if ctl "$n" await_startup --timeout 120 >/dev/null 2>&1; then ok=1; break; fi
+      kill -0 "$(cat "$dir/node$n/launcher.pid")" 2>/dev/null || fail "node $(node_name "$n") exited while starting; see $dir/node$n/log"
       sleep 0.5
     done
     [ -n "$ok" ] || fail "node $(node_name "$n") did not start; see $dir/node$n/log"
