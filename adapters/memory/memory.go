@@ -6,6 +6,8 @@ package memory
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -66,24 +68,55 @@ func seasonNumber(s string) (uint64, bool) {
 // is a map lookup rather than a scan. One lock guards them all: writes come
 // in batches, so the lock is taken a few hundred times a second at most.
 //
-// The per-skier indexes (days of a season, verticals per season) hold short
-// sorted slices rather than inner maps: a skier has a few days per season and
-// a few seasons per resort, and under load nearly every ride opens a new
-// skier-season, so an inner map per key was an allocation-heavy part of the
-// write path (profiled at 2-3% of the server's CPU under skiload).
+// A skier-day's rides are kept as their resort, time and lift (the key
+// holds the rest), so the largest index holds no pointer for the garbage
+// collector to follow. A ride already stored is found among its
+// skier-day's rides (a few dozen on a real day) rather than in a set of
+// every ride; a day past scanMax rides (only a hostile or synthetic load
+// makes one) gets sets of its own, so that the check stays constant-time.
 //
-// A ride already stored is found among its skier-day's rides (a few dozen
-// on a real day) rather than in a set of every ride, which cost a map
-// insert per ride and the store's largest map; a day past scanMax rides
-// (only a hostile or synthetic load makes one) gets a set of its own, so
-// that the check stays constant-time.
+// The other indexes are written only when a ride adds something to them:
+// a resort-day counts a skier when the skier-day has its first ride at
+// that resort (a count, not a set of skiers), and a skier-season's days
+// (a bit per day of the year) change only with a skier-day's first ride.
+// The verticals per season are short sorted slices: a skier has a few
+// seasons per resort.
 type RideStore struct {
 	mu       sync.RWMutex
-	bigDays  map[skierDay]map[domain.LiftRide]struct{}
-	skiers   map[resortDay]map[domain.SkierID]struct{}
-	dayRides map[skierDay][]domain.LiftRide
-	days     map[skierSeason][]int                   // ascending, distinct
+	dayRides map[skierDay][]dayRide
+	bigDays  map[skierDay]*bigDay
+	skiers   map[resortDay]int
+	days     map[skierSeason]daySet
 	seasons  map[skierResort][]domain.SeasonVertical // ascending by season
+}
+
+// dayRide is a ride within its skier-day.
+type dayRide struct {
+	resort domain.ResortID
+	time   int32
+	lift   int32
+}
+
+// bigDay holds the rides and resorts of a skier-day past scanMax rides.
+type bigDay struct {
+	rides   map[dayRide]struct{}
+	resorts map[domain.ResortID]struct{}
+}
+
+// daySet is a set of days of a season, 1..366, a bit each.
+type daySet [domain.MaxDay/64 + 1]uint64
+
+func (d *daySet) add(day int) { d[day/64] |= 1 << (day % 64) }
+
+// list is the days in the set, ascending.
+func (d *daySet) list() []int {
+	var days []int
+	for i, word := range d {
+		for ; word != 0; word &= word - 1 {
+			days = append(days, i*64+bits.TrailingZeros64(word))
+		}
+	}
+	return days
 }
 
 var _ ports.RideStore = (*RideStore)(nil)
@@ -91,10 +124,10 @@ var _ ports.RideStore = (*RideStore)(nil)
 // NewRideStore returns an empty store.
 func NewRideStore() *RideStore {
 	return &RideStore{
-		bigDays:  map[skierDay]map[domain.LiftRide]struct{}{},
-		skiers:   map[resortDay]map[domain.SkierID]struct{}{},
-		dayRides: map[skierDay][]domain.LiftRide{},
-		days:     map[skierSeason][]int{},
+		dayRides: map[skierDay][]dayRide{},
+		bigDays:  map[skierDay]*bigDay{},
+		skiers:   map[resortDay]int{},
+		days:     map[skierSeason]daySet{},
 		seasons:  map[skierResort][]domain.SeasonVertical{},
 	}
 }
@@ -110,24 +143,25 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 		// A stored ride is valid: its season and day have keys.
 		sd, _ := keySkierDay(r.SkierID(), r.SeasonID(), r.DayID())
 		ofDay := s.dayRides[sd]
-		if s.stored(sd, ofDay, r) {
+		dr := dayRide{resort: r.ResortID(), time: r.Time(), lift: r.LiftID()}
+		stored, atResort := s.seen(sd, ofDay, dr)
+		if stored {
 			continue
 		}
-		s.dayRides[sd] = append(ofDay, r)
-		if set := s.bigDays[sd]; set != nil {
-			set[r] = struct{}{}
+		s.dayRides[sd] = append(ofDay, dr)
+		if big := s.bigDays[sd]; big != nil {
+			big.rides[dr] = struct{}{}
+			big.resorts[dr.resort] = struct{}{}
 		}
-		rd, _ := keyResortDay(r.ResortID(), r.SeasonID(), r.DayID())
-		skiers := s.skiers[rd]
-		if skiers == nil {
-			skiers = map[domain.SkierID]struct{}{}
-			s.skiers[rd] = skiers
+		if !atResort {
+			rd, _ := keyResortDay(r.ResortID(), r.SeasonID(), r.DayID())
+			s.skiers[rd]++
 		}
-		skiers[r.SkierID()] = struct{}{}
-		ss, _ := keySkierSeason(r.SkierID(), r.SeasonID())
-		days := s.days[ss]
-		if i, found := slices.BinarySearch(days, r.DayID()); !found {
-			s.days[ss] = slices.Insert(days, i, r.DayID())
+		if len(ofDay) == 0 {
+			ss, _ := keySkierSeason(r.SkierID(), r.SeasonID())
+			days := s.days[ss]
+			days.add(r.DayID())
+			s.days[ss] = days
 		}
 		sr := keySkierResort(r.SkierID(), r.ResortID())
 		vs := s.seasons[sr]
@@ -146,21 +180,32 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 // scanMax is the most rides of a skier-day searched one by one.
 const scanMax = 64
 
-// stored says whether r is among ofDay, the rides of its skier-day sd.
-func (s *RideStore) stored(sd skierDay, ofDay []domain.LiftRide, r domain.LiftRide) bool {
+// seen says whether r is among ofDay, the rides of its skier-day sd, and
+// whether any of them is at r's resort.
+func (s *RideStore) seen(sd skierDay, ofDay []dayRide, r dayRide) (stored, atResort bool) {
 	if len(ofDay) <= scanMax {
-		return slices.Contains(ofDay, r)
-	}
-	set := s.bigDays[sd]
-	if set == nil {
-		set = make(map[domain.LiftRide]struct{}, 2*len(ofDay))
 		for _, x := range ofDay {
-			set[x] = struct{}{}
+			if x.resort == r.resort {
+				atResort = true
+				if x == r {
+					return true, true
+				}
+			}
 		}
-		s.bigDays[sd] = set
+		return false, atResort
 	}
-	_, ok := set[r]
-	return ok
+	big := s.bigDays[sd]
+	if big == nil {
+		big = &bigDay{rides: make(map[dayRide]struct{}, 2*len(ofDay)), resorts: map[domain.ResortID]struct{}{}}
+		for _, x := range ofDay {
+			big.rides[x] = struct{}{}
+			big.resorts[x.resort] = struct{}{}
+		}
+		s.bigDays[sd] = big
+	}
+	_, stored = big.rides[r]
+	_, atResort = big.resorts[r.resort]
+	return stored, atResort
 }
 
 // UniqueSkiers implements ports.RideStore.
@@ -171,7 +216,7 @@ func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, se
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.skiers[k]), nil
+	return s.skiers[k], nil
 }
 
 // SkierDayVertical implements ports.RideStore.
@@ -184,8 +229,8 @@ func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID
 	defer s.mu.RUnlock()
 	var total int64
 	for _, r := range s.dayRides[k] {
-		if r.ResortID() == resortID {
-			total += int64(r.Vertical())
+		if r.resort == resortID {
+			total += int64(r.lift) * domain.VerticalPerLift
 		}
 	}
 	return total, nil
@@ -211,8 +256,9 @@ func (s *RideStore) SkierDays(_ context.Context, skierID domain.SkierID, seasonI
 		return nil, nil
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return slices.Clone(s.days[k]), nil // kept sorted by AddRides
+	days := s.days[k]
+	s.mu.RUnlock()
+	return days.list(), nil
 }
 
 // SkierDayRides implements ports.RideStore.
@@ -222,8 +268,16 @@ func (s *RideStore) SkierDayRides(_ context.Context, skierID domain.SkierID, sea
 		return nil, nil
 	}
 	s.mu.RLock()
-	out := slices.Clone(s.dayRides[k])
+	ofDay := slices.Clone(s.dayRides[k])
 	s.mu.RUnlock()
+	out := make([]domain.LiftRide, len(ofDay))
+	for i, x := range ofDay {
+		r, err := domain.NewLiftRide(x.resort, seasonID, dayID, skierID, x.time, x.lift)
+		if err != nil {
+			return nil, fmt.Errorf("memory store: ride %d of skier %d's day %s/%d: %w", i, skierID, seasonID, dayID, err) // stored rides are valid: a bug
+		}
+		out[i] = r
+	}
 	slices.SortFunc(out, domain.CompareRidesInDay)
 	return out, nil
 }

@@ -72,6 +72,37 @@ func TestADayOfManyRidesKeepsEachRideOnce(t *testing.T) {
 	}
 }
 
+// TestABigDayCountsItsSkierOncePerResort: a skier-day past the rides its
+// checks scan one by one counts its skier at a resort exactly once, also
+// at a resort first ridden after the day became big, and whether the
+// rides come in one batch or several.
+func TestABigDayCountsItsSkierOncePerResort(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewRideStore()
+	var rides []domain.LiftRide
+	for time := int32(0); time < 300; time++ {
+		resort := domain.ResortID(1)
+		if time >= 150 && time%2 == 0 {
+			resort = 2 // first ridden at the 151st ride
+		}
+		rides = append(rides, domain.MustLiftRide(resort, "2024", 5, 77, time, time%40+1))
+	}
+	rides = append(rides, domain.MustLiftRide(2, "2024", 5, 78, 1, 1)) // another skier at resort 2
+	for _, batch := range [][]domain.LiftRide{rides[:100], rides[100:200], rides, rides[250:]} {
+		if err := s.AddRides(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for resort, want := range map[domain.ResortID]int{1: 1, 2: 2, 3: 0} {
+		if n, err := s.UniqueSkiers(ctx, resort, "2024", 5); err != nil || n != want {
+			t.Errorf("UniqueSkiers(resort %d) = %d, %v; want %d", resort, n, err, want)
+		}
+	}
+	if days, err := s.SkierDays(ctx, 77, "2024"); err != nil || !slices.Equal(days, []int{5}) {
+		t.Errorf("SkierDays(77) = %v, %v; want [5]", days, err)
+	}
+}
+
 // TestQueriesOutsideTheKeysFindNothing: the indexes pack a season and a day
 // into 16 bits each, so a query for a day or season no ride can have (day
 // 65537 is day 1 in 16 bits) must find nothing rather than another day's
