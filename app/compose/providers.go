@@ -62,8 +62,16 @@ func persisterConfig(cfg Config) app.PersisterConfig {
 	return pc
 }
 
-// publisherOf puts the circuit breaker in front of the queue.
+// publisherOf puts the circuit breaker in front of the queue, except in
+// front of an in-process queue that does not wait for the store: that
+// queue refuses a publish only when it is full (backpressure, which the
+// breaker does not count) or the process is stopping, so a breaker there
+// could never open, and it cost a POST about 1 µs of CPU
+// (docs/benchmarks.md).
 func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
+	if cfg.Queue == "inproc" && !inprocWaitsForStore(cfg) {
+		return q
+	}
 	bc := cfg.Breaker
 	bc.OnStateChange = func(from, to string) {
 		m.BreakerState(to)
