@@ -28,6 +28,10 @@ type Queue struct {
 	closed  bool
 	wake    chan struct{} // signalled when ready or unacked changes
 	started bool
+	// out is the delivery channel while the delivery loop runs, and
+	// handing says the loop holds a message it took and has not sent yet.
+	out     chan<- ports.Delivery
+	handing bool
 }
 
 var (
@@ -101,10 +105,14 @@ func (q *Queue) Publish(ctx context.Context, rides []domain.LiftRide) error {
 		q.mu.Unlock()
 		return fmt.Errorf("%w: %w: %d rides waiting, capacity %d; retry shortly", domain.ErrUnavailable, ports.ErrQueueFull, waiting, q.capacity)
 	}
-	q.ready = append(q.ready, m)
 	q.rides += len(rides)
-	q.mu.Unlock()
-	q.signal()
+	if q.handOver(m) {
+		q.mu.Unlock()
+	} else {
+		q.ready = append(q.ready, m)
+		q.mu.Unlock()
+		q.signal()
+	}
 	if m.done == nil {
 		return nil
 	}
@@ -118,6 +126,27 @@ func (q *Queue) Publish(ctx context.Context, rides []domain.LiftRide) error {
 	}
 }
 
+// handOver delivers m at once, from the publisher's goroutine, when no
+// message is ahead of it (none ready, none in the delivery loop's hands) and
+// the delivery channel has room: the persister then gets the ride without a
+// hop through the loop's goroutine (a POST in memory mode cost about 1 µs
+// less CPU, docs/benchmarks.md). Order is kept: anything ahead of m goes
+// through the loop, and so does m. Called with mu held.
+func (q *Queue) handOver(m message) bool {
+	if q.out == nil || len(q.ready) > 0 || q.handing {
+		return false
+	}
+	tag := q.nextTag + 1
+	select {
+	case q.out <- ports.Delivery{Rides: m.rides, Receipt: tag}:
+		q.nextTag = tag
+		q.unacked[tag] = m // before mu is released: no Ack can come first
+		return true
+	default:
+		return false
+	}
+}
+
 // Deliveries starts handing out messages. It may be called once.
 func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 	q.mu.Lock()
@@ -127,6 +156,7 @@ func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 	}
 	q.started = true
 	out := make(chan ports.Delivery, 64)
+	q.out = out
 	go q.deliver(ctx, out)
 	return out, nil
 }
@@ -136,6 +166,7 @@ func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.handing = false // the loop sent (or gave back) what it took before
 	if len(q.ready) == 0 {
 		return d, false, q.closed && len(q.unacked) == 0
 	}
@@ -144,11 +175,17 @@ func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	q.ready = q.ready[1:]
 	q.nextTag++
 	q.unacked[q.nextTag] = m
+	q.handing = true
 	return ports.Delivery{Rides: m.rides, Receipt: q.nextTag}, true, false
 }
 
 func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
-	defer close(out)
+	defer func() {
+		q.mu.Lock()
+		q.out = nil // no publisher sends to it any more
+		q.mu.Unlock()
+		close(out)
+	}()
 	for {
 		d, ok, done := q.take()
 		if done {
