@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
@@ -124,6 +126,59 @@ func TestTheCommonRequestsSkipTheGeneratedRoutes(t *testing.T) {
 	}
 }
 
+// TestTheCommonRequestsAreRoutedWithoutTheMux: the POST every client sends
+// and the three queries, their paths in plain form, are answered before
+// the ServeMux (whose routes here answer 418) and recorded under their
+// route; any other form of them goes to the mux, which answers it.
+func TestTheCommonRequestsAreRoutedWithoutTheMux(t *testing.T) {
+	var asked []string
+	mux := http.NewServeMux()
+	for _, pattern := range append(directPatterns, "/") {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	}
+	h := &instrumented{mux: mux, direct: &direct{h: fixtureHandlers(&asked), errs: errorWriter{log: slog.New(slog.DiscardHandler)}}, stats: askedStats{&asked}}
+	for _, c := range []struct {
+		method, target, body string
+		fast                 bool
+	}{
+		{http.MethodPost, "/skiers/1/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21}`, true},
+		{http.MethodGet, "/skiers/1/seasons/2024/days/1/skiers/2", "", true},
+		{http.MethodGet, "/skiers/2/vertical?resort=1&season=2024", "", true},
+		{http.MethodGet, "/resorts/1/seasons/2024/day/1/skiers", "", true},
+		{http.MethodPost, "/skiers/-4/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21}`, true}, // the domain refuses it
+		{http.MethodHead, "/resorts/1/seasons/2024/day/1/skiers", "", false},
+		{http.MethodPost, "/skiers/1/seasons/2024/days/1/skiers/2/", `{"time":217,"liftID":21}`, false},
+		{http.MethodPost, "/skiers/01/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21}`, false},
+		{http.MethodPost, "/skiers/%31/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21}`, false},
+		{http.MethodPost, "/skiers/1/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21,"x":1}`, false}, // handed on
+		{http.MethodPost, "/skiers/1/seasons/2024/days/1/skiers/2147483648", `{"time":217,"liftID":21}`, false},
+		{http.MethodGet, "/skiers/2/vertical?resort=%zz", "", false},
+		{http.MethodGet, "/skiers/2/vertical", "", false},
+		{http.MethodGet, "/skiers/2/vertical/x", "", false},
+		{http.MethodGet, "/resorts/1/seasons/2024/days/1/skiers", "", false},
+	} {
+		asked = nil
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(c.method, c.target, strings.NewReader(c.body)))
+		if fast := w.Code != http.StatusTeapot; fast != c.fast {
+			t.Errorf("%s %s: answered %d before the mux: %v; want %v", c.method, c.target, w.Code, fast, c.fast)
+			continue
+		}
+		if !c.fast {
+			continue
+		}
+		want := ""
+		for _, pattern := range directPatterns {
+			if method, path, _ := strings.Cut(pattern, " "); method == c.method && pathParam.ReplaceAllString(path, "x") == regexp.MustCompile(`/-?\d+`).ReplaceAllString(strings.Split(c.target, "?")[0], "/x") {
+				want = fmt.Sprintf("stats %s %s %d", method, path, w.Code)
+			}
+		}
+		if len(asked) == 0 || asked[len(asked)-1] != want {
+			t.Errorf("%s %s: recorded %q; want %q", c.method, c.target, asked, want)
+		}
+	}
+}
+
 // routeRequest is one request to a direct route's path in the comparison
 // below: the route's pattern with its wildcards filled in order by ids.
 type routeRequest struct {
@@ -181,8 +236,11 @@ type fixtureQueries struct {
 
 func (f fixtureQueries) ask(format string, args ...any) error {
 	*f.asked = append(*f.asked, fmt.Sprintf(format, args...))
-	if strings.Contains(fmt.Sprint(args...), "404") {
+	switch args := fmt.Sprint(args...); {
+	case strings.Contains(args, "404"):
 		return domain.NotFound("resort 404 is not in the catalogue")
+	case strings.Contains(args, "503"):
+		return domain.Unavailable("the store is down")
 	}
 	return nil
 }
@@ -209,14 +267,26 @@ func fixtureHandlers(asked *[]string) *Handlers {
 				return domain.NotFound("resort 404 is not in the catalogue")
 			case 429:
 				return domain.Overloaded("slow down")
+			case 503:
+				return domain.Unavailable("the queue is down")
 			}
 			return nil
 		}),
 		Queries:       fixtureQueries{asked: asked},
-		Stats:         &statsRec{},
+		Stats:         askedStats{asked},
 		ClientAddress: func(r *http.Request) string { return "client-of-" + r.RemoteAddr },
 	}
 }
+
+// askedStats adds each request the statistics record to what was asked,
+// so that the comparisons below hold the statistics to the mux's too.
+type askedStats struct{ asked *[]string }
+
+func (s askedStats) Observe(route, method string, status int, _ time.Duration) {
+	*s.asked = append(*s.asked, fmt.Sprintf("stats %s %s %d", method, route, status))
+}
+
+func (askedStats) Snapshot() []ports.EndpointStat { return nil }
 
 // bothHandlers is the served handler with the direct routes and without.
 func bothHandlers(asked *[]string) (withDirect, generatedOnly http.Handler) {
@@ -248,7 +318,7 @@ func TestTheDirectRoutesAnswerAsTheGeneratedRoutes(t *testing.T) {
 	chunked.chunked = true
 	cases = append(cases, chunked)
 	idSets := [][4]string{
-		{"1", "2024", "1", "2"}, {"404", "2024", "1", "2"}, {"429", "2024", "1", "2"}, {"0", "2024", "1", "2"}, {"-4", "2024", "1", "2"},
+		{"1", "2024", "1", "2"}, {"404", "2024", "1", "2"}, {"429", "2024", "1", "2"}, {"503", "2024", "1", "2"}, {"0", "2024", "1", "2"}, {"-4", "2024", "1", "2"},
 		{"2147483647", "2024", "1", "2"}, {"2147483648", "2024", "1", "2"}, {"1", "2024", "1", "99999999999"},
 		{"1", "2024", "1", "-2147483648"}, {"01", "2024", "1", "2"}, {"+1", "2024", "1", "2"}, {"x", "2024", "1", "2"},
 		{"1", "24", "1", "2"}, {"1", "2024,2025", "1", "2"}, {"1", "2024", "0", "2"}, {"1", "2024", "367", "2"},

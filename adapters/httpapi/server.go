@@ -54,8 +54,10 @@ func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handl
 		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
 	}
 	router := checkedRouter{ServeMux: http.NewServeMux(), placed: map[string]bool{}}
+	var fast *direct
 	if withDirectRoutes {
-		router.inFront = direct{h: h, errs: errs}.routes()
+		fast = &direct{h: h, errs: errs}
+		router.inFront = fast.routes()
 	}
 	HandlerWithOptions(strict, StdHTTPServerOptions{
 		BaseRouter:       router,
@@ -67,13 +69,14 @@ func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handl
 			panic("httpapi: no generated route " + pattern + " for its direct route to stand in front of") // TestTheDirectRoutesAnswerAsTheGeneratedRoutes builds this handler
 		}
 	}
-	return &instrumented{mux: router.ServeMux, stats: h.Stats}
+	return &instrumented{mux: router.ServeMux, direct: fast, stats: h.Stats}
 }
 
 // instrumented applies what every request needs, around the router.
 type instrumented struct {
-	mux   *http.ServeMux
-	stats interface {
+	mux    *http.ServeMux
+	direct *direct // nil: every request goes through the mux
+	stats  interface {
 		Observe(route, method string, status int, d time.Duration)
 	}
 }
@@ -88,8 +91,10 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody { // a GET has none to bound
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 	}
-	s.mux.ServeHTTP(rec, r)
-	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
+	if s.direct == nil || !s.direct.serveFast(rec, r) {
+		s.mux.ServeHTTP(rec, r)
+	}
+	// The mux (or serveFast) sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
 	// route matched; unmatched requests are not recorded, so that random
 	// paths cannot grow the table. A HEAD is served by its GET route and
 	// recorded as a HEAD of that route.
