@@ -96,8 +96,8 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 	if err := domain.ValidateSkierID(skierID); err != nil {
 		return nil, err
 	}
-	resorts := slices.Compact(slices.Sorted(slices.Values(resortIDs)))
-	seasons := slices.Compact(slices.Sorted(slices.Values(seasonIDs)))
+	resorts := distinctSorted(resortIDs)
+	seasons := distinctSorted(seasonIDs)
 	if len(resorts) > MaxTotalsResorts {
 		return nil, domain.Invalid("name at most %d distinct resort values, got %d", MaxTotalsResorts, len(resorts))
 	}
@@ -118,6 +118,19 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 	if err != nil {
 		return nil, fmt.Errorf("season totals of skier %d at %d resorts: %w", skierID, len(resorts), err)
 	}
+	if len(resorts) == 1 { // the common question: one resort's totals (seasons ascending) are the answer
+		all := per[resorts[0]]
+		out := make([]domain.SeasonVertical, 0, len(all)) // a copy: all may be the cache's
+		for _, sv := range all {
+			if _, found := slices.BinarySearch(seasons, sv.SeasonID); len(seasons) == 0 || found {
+				out = append(out, sv)
+			}
+		}
+		if len(out) == 0 {
+			return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resorts)
+		}
+		return out, nil
+	}
 	sums := map[string]int64{}
 	for _, svs := range per {
 		for _, sv := range svs {
@@ -135,6 +148,17 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 	}
 	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
 	return out, nil
+}
+
+// distinctSorted is ids in order, each once: ids itself when it already
+// is (one id, the common question, costs no copy), else a sorted copy.
+func distinctSorted[T cmp.Ordered](ids []T) []T {
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			return slices.Compact(slices.Sorted(slices.Values(ids)))
+		}
+	}
+	return ids
 }
 
 // seasonVerticals is the skier's per-season totals at each resort: from

@@ -94,3 +94,55 @@ func TestSkierResortTotalsCapsDistinctResortsAndSeasons(t *testing.T) {
 		t.Errorf("%d store calls; want 1 (requests over the cap cost nothing)", n)
 	}
 }
+
+// seasonsStore answers season totals from a fixed table, seasons
+// ascending as the port promises.
+type seasonsStore struct {
+	ports.RideStore
+	totals map[domain.ResortID][]domain.SeasonVertical
+}
+
+func (s seasonsStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
+	out := map[domain.ResortID][]domain.SeasonVertical{}
+	for _, id := range resortIDs {
+		out[id] = slices.Clone(s.totals[id])
+	}
+	return out, nil
+}
+
+// TestSkierResortTotalsOfOneResortAndOfSeveral: one resort's totals (the
+// common question, answered without summing) and several resorts' sums
+// are filtered by the seasons asked for, seasons ascending; a repeated
+// resort is one resort, and seasons with no rides are not found.
+func TestSkierResortTotalsOfOneResortAndOfSeveral(t *testing.T) {
+	store := seasonsStore{totals: map[domain.ResortID][]domain.SeasonVertical{
+		1: {{SeasonID: "2022", TotalVert: 10}, {SeasonID: "2023", TotalVert: 20}, {SeasonID: "2024", TotalVert: 30}},
+		2: {{SeasonID: "2023", TotalVert: 5}},
+	}}
+	q := newCachedQuery(t, store, newMapCache(), &cacheMetrics{})
+	for _, c := range []struct {
+		resorts []domain.ResortID
+		seasons []string
+		want    string
+	}{
+		{[]domain.ResortID{1}, nil, "[{2022 10} {2023 20} {2024 30}]"},
+		{[]domain.ResortID{1}, []string{"2024", "2022"}, "[{2022 10} {2024 30}]"},
+		{[]domain.ResortID{1, 1}, []string{"2023"}, "[{2023 20}]"},
+		{[]domain.ResortID{2, 1}, nil, "[{2022 10} {2023 25} {2024 30}]"},
+		{[]domain.ResortID{1, 2}, []string{"2023", "2023"}, "[{2023 25}]"},
+		{[]domain.ResortID{1}, nil, "[{2022 10} {2023 20} {2024 30}]"}, // from the cache, as the filters above left it
+		{[]domain.ResortID{1}, []string{"2021"}, "not found"},
+		{[]domain.ResortID{2}, []string{"2024"}, "not found"},
+	} {
+		got, err := q.SkierResortTotals(context.Background(), 9, c.resorts, c.seasons)
+		answer := fmt.Sprint(got)
+		if errors.Is(err, domain.ErrNotFound) {
+			answer = "not found"
+		} else if err != nil {
+			answer = err.Error()
+		}
+		if answer != c.want {
+			t.Errorf("resorts %v, seasons %q: %s; want %s", c.resorts, c.seasons, answer, c.want)
+		}
+	}
+}
