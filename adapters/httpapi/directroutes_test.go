@@ -372,3 +372,45 @@ func FuzzTheDirectRoutesAnswerAsTheGeneratedRoutes(f *testing.F) {
 		}
 	})
 }
+
+// TestTotalsQueryReadsWhatURLQueryReads: the season-totals route's own
+// reading of its query gives the values URL.Query gives, absent and empty
+// ones included.
+func TestTotalsQueryReadsWhatURLQueryReads(t *testing.T) {
+	for _, raw := range []string{"", "resort=1", "resort=1&resort=2&season=2024", "season=&resort=", "resort", "resort=1&&season=2024&",
+		"x=1&resort=a=b", "resort=1%2C2", "resort=1+2", "RESORT=1", "season=2024", "resort=1&season=2024&season=2025&resort=1"} {
+		r := httptest.NewRequest(http.MethodGet, "/skiers/1/vertical", nil)
+		r.URL.RawQuery = raw
+		resorts, seasons := totalsQuery(r)
+		query := r.URL.Query()
+		if want := query["resort"]; fmt.Sprintf("%q %v", resorts, resorts == nil) != fmt.Sprintf("%q %v", want, want == nil) {
+			t.Errorf("%q: resorts %q; URL.Query reads %q", raw, resorts, want)
+		}
+		if want := query["season"]; fmt.Sprintf("%q %v", seasons, seasons == nil) != fmt.Sprintf("%q %v", want, want == nil) {
+			t.Errorf("%q: seasons %q; URL.Query reads %q", raw, seasons, want)
+		}
+	}
+}
+
+// TestAppendTotalsWritesWhatEncodingJSONWrites: the totals encoded by hand
+// are byte for byte encoding/json's; totals it would escape are left to
+// it.
+func TestAppendTotalsWritesWhatEncodingJSONWrites(t *testing.T) {
+	for _, seasons := range [][]string{{"2024"}, {"2023", "2024"}, {""}, {"1999-2000", "a_b.c"}, {}, {"<2024>"}, {"2024", "é"}, {`"`}, {"a b"}} {
+		totals := GetSkierResortTotals200JSONResponse{Resorts: []SeasonVertical{}}
+		for i, s := range seasons {
+			totals.Resorts = append(totals.Resorts, SeasonVertical{SeasonID: s, TotalVert: int64(i*1000 - 7)})
+		}
+		var want strings.Builder
+		if err := json.NewEncoder(&want).Encode(totals); err != nil {
+			t.Fatal(err)
+		}
+		got, plain := appendTotals(nil, totals)
+		switch {
+		case plain && string(got) != want.String():
+			t.Errorf("%q: wrote %s; encoding/json writes %s", seasons, got, want.String())
+		case !plain && !strings.ContainsAny(strings.Join(seasons, ""), `<>"é `):
+			t.Errorf("%q: left to encoding/json; want it written by hand", seasons)
+		}
+	}
+}
