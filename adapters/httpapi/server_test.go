@@ -254,6 +254,40 @@ func TestUnreadableBodiesAreAnsweredWithFixedTexts(t *testing.T) {
 	}
 }
 
+// TestBodiesOverTheLimitAre413DeclaredOrChunked: a body over MaxBodyBytes
+// is refused with 413 whether its length is declared (refused before it
+// is read) or not (chunked: refused when the reading passes the limit),
+// and a body of exactly the limit is read.
+func TestBodiesOverTheLimitAre413DeclaredOrChunked(t *testing.T) {
+	h := NewHandler(&Handlers{Ingest: ingestFunc(func(context.Context, domain.LiftRide) error { return nil }), Stats: &statsRec{}}, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	head := "POST /skiers/1/seasons/2024/days/1/skiers/2 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+	ride := `{"time":1,"liftID":2}`
+	big := `{"time":1,"liftID":2,"x":"` + strings.Repeat("y", MaxBodyBytes) + `"}`
+	atLimit := ride + strings.Repeat(" ", MaxBodyBytes-len(ride))
+	chunked := func(body string) string {
+		return head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	}
+	declared := func(body string) string {
+		return head + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	for _, c := range []struct {
+		name, raw string
+		status    int
+	}{
+		{"declared, over", declared(big), http.StatusRequestEntityTooLarge},
+		{"chunked, over", chunked(big), http.StatusRequestEntityTooLarge},
+		{"declared, at the limit", declared(atLimit), http.StatusCreated},
+		{"chunked, at the limit", chunked(atLimit), http.StatusCreated},
+	} {
+		resp, body := rawExchange(t, srv, c.raw, false)
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d %s; want %d", c.name, resp.StatusCode, body, c.status)
+		}
+	}
+}
+
 // TestTheClientOfARideIsTheConnectionsOrTheLoadBalancers: ingest learns
 // who sent a ride from the peer address, or behind a load balancer from
 // the last X-Forwarded-For entry (the one the balancer appended, not what
