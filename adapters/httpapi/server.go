@@ -94,10 +94,10 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.direct == nil || !s.direct.serveFast(rec, r) {
 		s.mux.ServeHTTP(rec, r)
 	}
-	// The mux (or serveFast) sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
-	// route matched; unmatched requests are not recorded, so that random
-	// paths cannot grow the table. A HEAD is served by its GET route and
-	// recorded as a HEAD of that route.
+	// The mux (or serveFast) sets r.Pattern ("GET /resorts/{resortID}/seasons")
+	// when a route matched; unmatched requests are not recorded, so that
+	// random paths cannot grow the table. A HEAD is served by its GET route
+	// and recorded as a HEAD of that route.
 	if r.Pattern != "" {
 		s.stats.Observe(routeOf(r.Pattern), r.Method, rec.status, time.Since(start))
 	}

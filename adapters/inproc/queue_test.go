@@ -169,6 +169,7 @@ func TestMessagesAreDeliveredInTheOrderPublished(t *testing.T) {
 func TestDeliveriesStoppingWhilePublishingLosesNothing(t *testing.T) {
 	q := inproc.New(100_000)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // cancelled by the first publisher half-way; this for an early t.Fatal
 	ch, err := q.Deliveries(ctx)
 	if err != nil {
 		t.Fatal(err)
