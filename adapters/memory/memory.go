@@ -69,8 +69,8 @@ func seasonNumber(s string) (uint64, bool) {
 // in batches, so the lock is taken a few hundred times a second at most.
 //
 // A skier-day's rides are kept as their resort, time and lift (the key
-// holds the rest), so the largest index holds no pointer for the garbage
-// collector to follow. A ride already stored is found among its
+// holds the rest): no season text to keep alive per ride, and an array the
+// garbage collector need not scan. A ride already stored is found among its
 // skier-day's rides (a few dozen on a real day) rather than in a set of
 // every ride; a day past scanMax rides (only a hostile or synthetic load
 // makes one) gets sets of its own, so that the check stays constant-time.
