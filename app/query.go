@@ -118,36 +118,45 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 	if err != nil {
 		return nil, fmt.Errorf("season totals of skier %d at %d resorts: %w", skierID, len(resorts), err)
 	}
-	if len(resorts) == 1 { // the common question: one resort's totals (seasons ascending) are the answer
-		all := per[resorts[0]]
+	out := sumSeasons(per, resorts, seasons)
+	if len(out) == 0 {
+		return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resorts)
+	}
+	return out, nil
+}
+
+// sumSeasons is the resorts' totals per season (seasons ascending), of the
+// seasons asked for, or of all when none is. One resort's totals, the
+// common question, are the answer as they are: no map to sum them in.
+func sumSeasons(per map[domain.ResortID][]domain.SeasonVertical, resorts []domain.ResortID, seasons []string) []domain.SeasonVertical {
+	asked := func(season string) bool {
+		_, found := slices.BinarySearch(seasons, season)
+		return len(seasons) == 0 || found
+	}
+	if len(resorts) == 1 {
+		all := per[resorts[0]]                            // seasons ascending, as the store port promises
 		out := make([]domain.SeasonVertical, 0, len(all)) // a copy: all may be the cache's
 		for _, sv := range all {
-			if _, found := slices.BinarySearch(seasons, sv.SeasonID); len(seasons) == 0 || found {
+			if asked(sv.SeasonID) {
 				out = append(out, sv)
 			}
 		}
-		if len(out) == 0 {
-			return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resorts)
-		}
-		return out, nil
+		return out
 	}
 	sums := map[string]int64{}
 	for _, svs := range per {
 		for _, sv := range svs {
-			if _, found := slices.BinarySearch(seasons, sv.SeasonID); len(seasons) == 0 || found {
+			if asked(sv.SeasonID) {
 				sums[sv.SeasonID] += sv.TotalVert
 			}
 		}
-	}
-	if len(sums) == 0 {
-		return nil, domain.NotFound("skier %d has no rides at resort(s) %v in the seasons asked for", skierID, resorts)
 	}
 	out := make([]domain.SeasonVertical, 0, len(sums))
 	for s, v := range sums {
 		out = append(out, domain.SeasonVertical{SeasonID: s, TotalVert: v})
 	}
 	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
-	return out, nil
+	return out
 }
 
 // distinctSorted is ids in order, each once: ids itself when it already

@@ -192,12 +192,19 @@ func TestDeliveriesStoppingWhilePublishingLosesNothing(t *testing.T) {
 		})
 	}
 	delivered := map[domain.LiftRide]bool{}
-	for d := range ch { // closes once the loop has stopped
-		for _, r := range d.Rides {
-			if delivered[r] {
-				t.Fatalf("ride %s delivered twice", r.Key())
+	deadline := time.After(queuetest.Deadline)
+	for open := true; open; {
+		select {
+		case d, ok := <-ch: // closes once the loop has stopped
+			open = ok
+			for _, r := range d.Rides {
+				if delivered[r] {
+					t.Fatalf("ride %s delivered twice", r.Key())
+				}
+				delivered[r] = true
 			}
-			delivered[r] = true
+		case <-deadline:
+			t.Fatal("the deliveries channel did not close after its context ended")
 		}
 	}
 	wg.Wait()
