@@ -52,11 +52,15 @@ func newHealth(s OpenedStore, q OpenedQueue, c OpenedCache, stats ports.QueueSta
 	return app.NewHealth(stats, log, []app.Probe{s.Probe, q.Probe}, c.Probe)
 }
 
-// persisterConfig is --batch-* and --persist-writers; with an in-process
-// queue whose publishers wait for the store, batches go without lingering.
+// persisterConfig is --batch-* and --persist-writers. With an in-process
+// queue the persister does not linger: when the queue's publishers wait for
+// the store, lingering would only delay every 201; when they do not, the
+// queue gathers the rides of each batch into one message itself (the same
+// --batch-size and --batch-linger), so the persister is woken once a batch
+// rather than once a POST.
 func persisterConfig(cfg Config) app.PersisterConfig {
 	pc := cfg.Persister
-	if inprocWaitsForStore(cfg) {
+	if cfg.Queue == "inproc" {
 		pc.Linger = 0
 	}
 	return pc

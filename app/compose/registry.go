@@ -266,11 +266,13 @@ func openDynamo(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
 func inprocWaitsForStore(cfg Config) bool { return cfg.Queue == "inproc" && cfg.Store != "memory" }
 
 func openInproc(_ context.Context, deps Deps) (OpenedQueue, func(), error) {
-	var opts []inproc.Option
-	if inprocWaitsForStore(deps.Config) {
-		opts = append(opts, inproc.WaitForAck())
+	opt := inproc.WaitForAck()
+	if !inprocWaitsForStore(deps.Config) {
+		// The queue gathers each batch (--batch-size, --batch-linger)
+		// instead of the persister: see persisterConfig.
+		opt = inproc.Gather(deps.Config.Persister.BatchSize, deps.Config.Persister.Linger)
 	}
-	q := inproc.New(deps.Config.QueueCapacity, opts...)
+	q := inproc.New(deps.Config.QueueCapacity, opt)
 	// The group commit publishes every ride at once, alone (no bound on
 	// publishes in flight): a ride waiting for the store waits in the
 	// queue, where its capacity bounds it and the depth counts it, and the
