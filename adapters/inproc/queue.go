@@ -14,7 +14,8 @@ import (
 // DefaultCapacity is used when the capacity given is not positive.
 const DefaultCapacity = 100_000
 
-// Queue is a bounded FIFO of messages (the rides of one Publish call).
+// Queue is a bounded FIFO of messages (the rides of one Publish call, or
+// with Gather those of several).
 // Capacity counts rides ready and rides delivered but not yet settled, so
 // memory stays bounded however slow the store is.
 type Queue struct {
@@ -172,7 +173,7 @@ func (q *Queue) gather(rides []domain.LiftRide) (wake bool) {
 		}
 		q.open, wake = false, true // full: it goes now; these rides open the next
 	}
-	m := message{rides: append(make([]domain.LiftRide, 0, min(q.maxRides, max(len(rides), 1024))), rides...)}
+	m := message{rides: append(make([]domain.LiftRide, 0, max(len(rides), 16)), rides...)}
 	q.ready = append(q.ready, m)
 	if len(rides) < q.maxRides {
 		q.open, q.sealAt = true, time.Now().Add(q.linger)
