@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
 
@@ -184,10 +185,12 @@ func (d direct) writeRide(w http.ResponseWriter, r *http.Request, resortID, seas
 	if d.h.ClientAddress != nil { // as clientOfRide does
 		ctx = ports.WithClient(ctx, d.h.ClientAddress(r))
 	}
-	resp, err := d.h.WriteNewLiftRide(ctx, WriteNewLiftRideRequestObject{
-		ResortID: resort, SeasonID: seasonID, DayID: dayID, SkierID: skier,
-		Body: &LiftRide{Time: &t, LiftID: &lift},
-	})
+	// WriteNewLiftRide, its body known to hold both fields.
+	var resp WriteNewLiftRideResponseObject
+	day, err := domain.ParseDayID(dayID)
+	if err == nil {
+		resp, err = d.h.addRide(ctx, resort, seasonID, day, skier, t, lift)
+	}
 	return answer(d, w, r, resp, err, WriteNewLiftRideResponseObject.VisitWriteNewLiftRideResponse)
 }
 
