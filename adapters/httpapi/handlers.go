@@ -45,7 +45,7 @@ func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideReq
 
 // addRide is WriteNewLiftRide once the body is read. The direct route calls
 // it with the values it scanned: passed through the request object they
-// would escape to the heap with it, three allocations a POST.
+// would escape to the heap with it, two allocations a POST.
 func (h *Handlers) addRide(ctx context.Context, resortID int32, seasonID string, day int, skierID, t, lift int32) (WriteNewLiftRideResponseObject, error) {
 	ride, err := domain.NewLiftRide(domain.ResortID(resortID), seasonID, day, domain.SkierID(skierID), t, lift)
 	if err != nil {
