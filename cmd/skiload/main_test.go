@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,12 +184,7 @@ func TestReportShowsTheServersMessageAndNetworkCauses(t *testing.T) {
 		t.Errorf("missing season: exit %d; want 1 and the server's 404 message naming 2030:\n%s\n%s", code, out, stderr.String())
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	ln.Close()
+	down := "http://" + apitest.ClosedAddr(t)
 	stdout.Reset()
 	code = run(context.Background(), append([]string{"--url", down}, small...), &stdout, &stderr, false)
 	out = stdout.String()

@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -549,15 +551,24 @@ func testStatistics(t *testing.T, base string) {
 	}
 }
 
-// ClosedAddr is a loopback address nothing listens on (it was free a moment
-// ago): for tests of what a client says when its server is not there.
+// ClosedAddr is a loopback address nothing listens on, for tests of what a
+// client says when its server is not there. Its port stays bound, without
+// listening, until the test ends: a connection to it is refused, and no
+// other process (tests run several at once) can start listening there, as
+// one could on a port merely closed.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/httpapi"
+	"github.com/skidata/skidata/test/apitest"
 )
 
 func TestGeneratorIsDeterministicForASeedAndRespectsRanges(t *testing.T) {
@@ -296,13 +297,7 @@ func TestSummaryKeepsTheFirstDistinctErrorsPerStatus(t *testing.T) {
 }
 
 func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
-	// A port nothing listens on: take a free one and close it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := apitest.ClosedAddr(t)
 	var waits []time.Duration
 	c := testCaller(&waits)
 	c.Policy.Retries = 0
