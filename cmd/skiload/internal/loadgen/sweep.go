@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -62,7 +62,7 @@ func DefaultSweepConfig() SweepConfig {
 // RegisterFlags binds c's fields to flags on fs.
 func (c *SweepConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Skiapi, "skiapi", c.Skiapi, "the skiapi executable the sweep starts for every point")
-	fs.Func("service-flags", "flags given to every skiapi process, space-separated (e.g. \"--store postgres --queue rabbitmq\"); the sweep sets --listen and --role itself", func(s string) error {
+	fs.Func("service-flags", "flags given to every skiapi process, space-separated (e.g. \"--store postgres --queue rabbitmq\"); the sweep sets --listen (a port each process picks and logs), --role, --log-level and --log-format itself", func(s string) error {
 		c.Flags = strings.Fields(s)
 		return nil
 	})
@@ -80,7 +80,7 @@ func (c SweepConfig) Validate() error {
 		return errors.New("--vary: name at least one skiapi flag to vary, e.g. --vary batch-size=100,500")
 	}
 	for _, f := range c.Flags {
-		for _, own := range []string{"--listen", "--role"} {
+		for _, own := range []string{"--listen", "--role", "--log-level", "--log-format"} {
 			if f == own || strings.HasPrefix(f, own+"=") {
 				return fmt.Errorf("--service-flags: %s is set by the sweep for each process", own)
 			}
@@ -261,8 +261,8 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 }
 
 // serviceProcess is one skiapi process the sweep started. Its output is
-// read only once it has exited (exited closes after cmd.Wait, which
-// returns once the output is copied), so the buffer needs no lock.
+// read only once it has exited (exited closes after cmd.Wait and after
+// the output is copied), so the buffer needs no lock.
 type serviceProcess struct {
 	cmd    *exec.Cmd
 	url    string
@@ -279,33 +279,66 @@ func (sp *serviceProcess) outputTail() string {
 	return s
 }
 
-// freePort is a loopback port nothing listened on a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr, nil
-}
+// servingMessage is the line skiapi logs once it listens, with the
+// address in its "addr" attribute.
+const servingMessage = "skidata serving"
 
-// startService starts skiapi with args on a free loopback port and waits
-// until its /readyz answers 200.
+// startService starts skiapi with args, listening on a loopback port of
+// its own choosing, learns the port from the line it logs once serving,
+// and waits until its /readyz answers 200. (A port picked here and handed
+// over would be free only for a moment: another process could take it
+// first and, answering /readyz, be measured in the service's place.)
 func startService(ctx context.Context, skiapi string, args []string, deadline time.Duration) (*serviceProcess, error) {
-	addr, err := freePort()
+	cmd := exec.Command(skiapi, append(args, "--listen", "127.0.0.1:0", "--log-level", "info", "--log-format", "json")...)
+	sp := &serviceProcess{cmd: cmd, exited: make(chan struct{})}
+	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(skiapi, append(args, "--listen", addr, "--log-level", "warn")...)
-	sp := &serviceProcess{cmd: cmd, url: "http://" + addr, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &sp.output, &sp.output
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
 		return nil, err
 	}
-	go func() { _ = cmd.Wait(); close(sp.exited) }()
-	client := &http.Client{Timeout: time.Second}
+	addrs := make(chan string, 1)
+	go func() {
+		lines := bufio.NewReader(r)
+		for {
+			line, err := lines.ReadBytes('\n')
+			sp.output.Write(line)
+			if addr, ok := servingAddr(line); ok {
+				select {
+				case addrs <- addr:
+				default: // sent already
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		r.Close()
+		_ = cmd.Wait()
+		close(sp.exited)
+	}()
 	give := time.After(deadline)
+	fail := func(why string) (*serviceProcess, error) {
+		sp.stop()
+		return nil, fmt.Errorf("skiapi %s %s: %s", strings.Join(args, " "), why, sp.outputTail())
+	}
+	select {
+	case addr := <-addrs:
+		sp.url = "http://" + addr
+	case <-sp.exited:
+		return nil, fmt.Errorf("skiapi %s exited before it was serving: %s", strings.Join(args, " "), sp.outputTail())
+	case <-give:
+		return fail(fmt.Sprintf("logged no %q line within %s", servingMessage, deadline))
+	case <-ctx.Done():
+		sp.stop()
+		return nil, ctx.Err()
+	}
+	client := &http.Client{Timeout: time.Second}
 	for {
 		if resp, err := client.Get(sp.url + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -317,14 +350,23 @@ func startService(ctx context.Context, skiapi string, args []string, deadline ti
 		case <-sp.exited:
 			return nil, fmt.Errorf("skiapi %s exited before it was ready: %s", strings.Join(args, " "), sp.outputTail())
 		case <-give:
-			sp.stop()
-			return nil, fmt.Errorf("skiapi %s not ready within %s: %s", strings.Join(args, " "), deadline, sp.outputTail())
+			return fail(fmt.Sprintf("not ready within %s", deadline))
 		case <-ctx.Done():
 			sp.stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// servingAddr is the address in line if it is skiapi's JSON log line
+// saying it serves.
+func servingAddr(line []byte) (string, bool) {
+	var l struct{ Msg, Addr string }
+	if json.Unmarshal(line, &l) != nil || l.Msg != servingMessage || l.Addr == "" {
+		return "", false
+	}
+	return l.Addr, true
 }
 
 // stop sends SIGTERM (the service drains its queue) and kills the process

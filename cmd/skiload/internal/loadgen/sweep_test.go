@@ -2,8 +2,15 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/skidata/skidata/test/charttest"
 )
@@ -33,9 +40,11 @@ func TestSweepPointsAreEveryCombinationFirstFlagSlowest(t *testing.T) {
 func TestSweepRefusesFlagsItSetsItself(t *testing.T) {
 	c := DefaultSweepConfig()
 	c.Vary = []Variation{{"batch-size", []string{"1"}}}
-	c.Flags = []string{"--store", "memory", "--listen=:1"}
-	if err := c.Validate(); err == nil {
-		t.Error("--service-flags with --listen accepted")
+	for _, own := range []string{"--listen=:1", "--role", "--log-format=text", "--log-level"} {
+		c.Flags = []string{"--store", "memory", own, "x"}
+		if err := c.Validate(); err == nil {
+			t.Errorf("--service-flags with %s accepted", own)
+		}
 	}
 }
 
@@ -62,5 +71,43 @@ func TestSweepChartDrawsEveryProcessAndPanel(t *testing.T) {
 		if cols := charttest.Columns(t, img, c); cols < 3*40 {
 			t.Errorf("%s (%s) in %d pixel columns; want three bars", what, c, cols)
 		}
+	}
+}
+
+// TestSweepTalksToThePortTheServiceReports starts a stand-in for skiapi
+// (a script) that checks it was asked to pick its own port and logs
+// skiapi's serving line naming a server of the test's: the sweep must
+// wait for that server's /readyz and use its address, not one it picked.
+func TestSweepTalksToThePortTheServiceReports(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	script := filepath.Join(t.TempDir(), "skiapi")
+	body := `#!/bin/sh
+case " $* " in *" --listen 127.0.0.1:0 "*) ;; *) echo "not asked to listen on a port of its own choosing: $*"; exit 3;; esac
+echo '{"time":"2026-01-01T00:00:00Z","level":"INFO","msg":"store had no resorts: loaded the demo fixture"}' >&2
+echo '{"time":"2026-01-01T00:00:00Z","level":"INFO","msg":"` + servingMessage + `","addr":"` + addr + `","role":"all"}' >&2
+exec sleep 60
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := startService(context.Background(), script, []string{"--store", "memory"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.stop()
+	if sp.url != srv.URL {
+		t.Errorf("the sweep talks to %s; the service said it serves at %s", sp.url, srv.URL)
+	}
+
+	// A service that exits without serving is reported with its output.
+	_, err = startService(context.Background(), "/bin/false", nil, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "exited before it was serving") {
+		t.Errorf("a service exiting at once: %v", err)
 	}
 }
