@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/cmd/skiload/internal/loadgen"
@@ -128,6 +134,58 @@ func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
 	}
 }
 
+// TestInterleavedCasesTakeTurnsWithTheBaseline runs the POST case in two
+// slices (--interleave 2) against a service that notes when each POST
+// arrives: its POSTs come in two halves with the baseline's turn, a
+// second of schedule, between them, and the rate reported is the
+// schedule's, not diluted by the baseline's turn.
+func TestInterleavedCasesTakeTurnsWithTheBaseline(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []time.Time
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer svc.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--url", svc.URL, "--mode", "post", "--rate", "200", "--duration", "2s", "--baseline", "--interleave", "2", "--quiet"}, &stdout, &stderr, false)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; want 0\n%s\n%s", code, out, stderr.String())
+	}
+	if got := strings.Count(out, "400 scheduled, 400 sent, 0 not sent; 400 ok, 0 failed"); got != 2 {
+		t.Errorf("%d cases sent their whole schedule; want 2 (the baseline and the service):\n%s", got, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 400 {
+		t.Fatalf("the service saw %d POSTs; want 400", len(arrivals))
+	}
+	slices.SortFunc(arrivals, time.Time.Compare)
+	widest := 1
+	for i := 2; i < len(arrivals); i++ {
+		if arrivals[i].Sub(arrivals[i-1]) > arrivals[widest].Sub(arrivals[widest-1]) {
+			widest = i
+		}
+	}
+	if gap := arrivals[widest].Sub(arrivals[widest-1]); widest != 200 || gap < 500*time.Millisecond {
+		t.Errorf("the widest pause between the service's POSTs is %s, before POST %d; want the baseline's turn (a second of schedule) before POST 200", gap, widest)
+	}
+	achieved := regexp.MustCompile(`(?m)^== POST, open loop .*\n.*\nrate: +200/s asked, ([0-9]+)/s achieved`).FindStringSubmatch(out)
+	if achieved == nil {
+		t.Fatalf("no rate line for the service's case:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(achieved[1]); n < 170 {
+		t.Errorf("the service's case achieved %d/s; want about the 200/s asked (the baseline's turn is not its time):\n%s", n, out)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -142,6 +200,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"--rate", "1", "--duration", "100ms"}, 2},
 		{[]string{"--rate", "100", "--csv", "x.csv"}, 2},
 		{[]string{"--rate", "100", "--max-inflight", "0"}, 2},
+		{[]string{"--rate", "100", "--baseline", "--interleave", "0"}, 2},
+		{[]string{"--rate", "100", "--duration", "1s", "--baseline", "--interleave", "101"}, 2},
+		{[]string{"--rate", "100", "--interleave", "2"}, 2},
+		{[]string{"--baseline", "--interleave", "2"}, 2},
 		{[]string{"--mode", "all", "--chart", "x.svg"}, 2},
 		{[]string{"--cpu-metrics", "consumer"}, 2},
 		{[]string{"--cpu-metrics", "consumer=127.0.0.1:8081"}, 2},
@@ -154,7 +216,7 @@ func TestUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
-	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics"} {
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics", "interleave"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not mention %q", flag)
 		}

@@ -212,8 +212,12 @@ type Recorder struct {
 	firstSent  time.Time
 	lastSent   time.Time
 	lastDone   time.Time
-	ok         []bool
-	observe    func(Result)
+	// The slices already ended (EndSlice): their send spans and wall
+	// times, summed, without the time between them.
+	slices                 int
+	slicesSpan, slicesWall time.Duration
+	ok                     []bool
+	observe                func(Result)
 }
 
 // NewRecorder tallies a case of n requests; observe (may be nil) sees each
@@ -259,6 +263,21 @@ func (c *Recorder) Record(i int, r Result) {
 	}
 }
 
+// EndSlice ends a slice of the case's schedule: the time until the next
+// slice's first send (another server's turn) counts in neither the rate
+// achieved nor the wall time.
+func (c *Recorder) EndSlice() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.firstSent.IsZero() {
+		return
+	}
+	c.slices++
+	c.slicesSpan += c.lastSent.Sub(c.firstSent)
+	c.slicesWall += c.lastDone.Sub(c.firstSent)
+	c.firstSent, c.lastSent, c.lastDone = time.Time{}, time.Time{}, time.Time{}
+}
+
 // RateSummary is the report of one open-loop case against one server.
 type RateSummary struct {
 	Summary
@@ -280,13 +299,17 @@ func (c *Recorder) Summary(name, method string, o OpenLoop, sent int) RateSummar
 	defer c.mu.Unlock()
 	s := RateSummary{Summary: c.sum, Asked: o.Rate, Scheduled: o.Count, Sent: sent, Late: c.late, Latency: c.latency, OK: c.ok}
 	s.Name, s.Method = name, method
+	slices, span, wall := c.slices, c.slicesSpan, c.slicesWall
 	if !c.firstSent.IsZero() {
-		s.Wall = c.lastDone.Sub(c.firstSent)
+		slices, span, wall = slices+1, span+c.lastSent.Sub(c.firstSent), wall+c.lastDone.Sub(c.firstSent)
+	}
+	if slices > 0 {
+		s.Wall = wall
 		if s.Wall > 0 {
 			s.Throughput = float64(s.Succeeded+s.NotFound) / s.Wall.Seconds()
 		}
-		if span := c.lastSent.Sub(c.firstSent); span > 0 && sent > 1 {
-			s.Achieved = float64(sent-1) / span.Seconds()
+		if span > 0 && sent > slices { // each slice's first send starts its span
+			s.Achieved = float64(sent-slices) / span.Seconds()
 		}
 	}
 	at := func(h *hdrhistogram.Histogram, q float64) time.Duration {

@@ -42,6 +42,11 @@ type Config struct {
 	VerifyDeadline time.Duration
 	VerifySample   int
 	Baseline       bool
+	// Interleave > 1, with Baseline and Rate, runs each case in that many
+	// slices of its schedule, the baseline's and the service's in turn,
+	// so that the two meet the machine at the same moments; each server's
+	// CPU is read over the whole case.
+	Interleave int
 	// Rate > 0 makes the run open-loop: each case sends Rate × Duration
 	// requests at Rate per second, from at most MaxInFlight at once.
 	Rate        float64
@@ -62,7 +67,7 @@ func DefaultConfig() Config {
 		GetWorkers: 100, GetRequests: 1000,
 		Retry: DefaultRetryPolicy(), Timeout: 10 * time.Second,
 		VerifyDeadline: 2 * time.Minute, VerifySample: 1000,
-		Duration: 10 * time.Second, MaxInFlight: 2000,
+		Duration: 10 * time.Second, MaxInFlight: 2000, Interleave: 1,
 	}
 }
 
@@ -96,6 +101,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.VerifyDeadline, "verify-deadline", c.VerifyDeadline, "how long --verify (and the wait before the GETs) waits for /readyz queueDepth 0")
 	fs.IntVar(&c.VerifySample, "verify-sample", c.VerifySample, "skier-days whose day vertical --verify checks")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also run every case, in the same run, against a trivial in-process server that answers the same status with a small body (201 to a POST, 200 and a little JSON to a GET), to show this machine's ceiling")
+	fs.IntVar(&c.Interleave, "interleave", c.Interleave, "with --rate and --baseline: run each case in this many slices, the baseline's and the service's in turn, so that both meet the machine's same moments (steadier ratios on a busy machine); 1: the baseline's whole case, then the service's")
 	fs.StringVar(&c.CPUMetrics, "cpu-metrics", c.CPUMetrics, "also report the CPU per request of these skidata processes, name=base URL comma-separated, read from their /metrics (e.g. consumer=http://127.0.0.1:8081)")
 }
 
@@ -159,6 +165,12 @@ func (c Config) Validate() error {
 		if c.CSV != "" || c.Chart != "" {
 			return fmt.Errorf("--csv and --chart record the closed loop; with --rate the report's HDR percentiles are the record")
 		}
+		if c.Interleave < 1 || c.Interleave > c.RateCount() {
+			return fmt.Errorf("--interleave %d: want 1 to the %d requests of a case", c.Interleave, c.RateCount())
+		}
+	}
+	if c.Interleave != 1 && (c.Rate == 0 || !c.Baseline) {
+		return fmt.Errorf("--interleave takes turns with the baseline in an open loop: use it with --rate and --baseline")
 	}
 	if _, _, err := ParseCPUMetrics(c.CPUMetrics); err != nil {
 		return err
@@ -540,6 +552,18 @@ type openCase struct {
 	build func(server string) func(i int) (*http.Request, error)
 }
 
+// offsetBuild builds request i of a slice starting at lo as request lo+i
+// of the whole case.
+func offsetBuild(build func(int) (*http.Request, error), lo int) func(int) (*http.Request, error) {
+	return func(i int) (*http.Request, error) { return build(lo + i) }
+}
+
+// offsetRecord records request i of a slice starting at lo as request
+// lo+i of the whole case.
+func offsetRecord(rec *Recorder, lo int) func(int, Result) {
+	return func(i int, r Result) { rec.Record(lo+i, r) }
+}
+
 // openCases are the cases c's mode runs: the POST of the known rides in
 // order, and the GET cases each asking about known rides picked at random.
 func openCases(c Config, known []Ride) []openCase {
@@ -564,7 +588,8 @@ func openCases(c Config, known []Ride) []openCase {
 
 // runOpen runs the open-loop cases: each against the baseline server (with
 // --baseline), then against the service, so both see the machine in the
-// same state, and ends with the two side by side.
+// same state (with --interleave, a slice of each at a time, in turn), and
+// ends with the two side by side.
 func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	n := c.RateCount()
 	known := Known(c.Seed, c.Ranges, n)
@@ -593,6 +618,38 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		s.CPU = cpu
 		return s
 	}
+	// both runs a case against the baseline and the service in turn, a
+	// slice of its schedule at a time (Interleave), and reads each
+	// server's CPU over the whole case.
+	both := func(oc openCase) (b, s RateSummary) {
+		get := oc.method == http.MethodGet
+		recB, recS := NewRecorder(n, get, p.Observe), NewRecorder(n, get, p.Observe)
+		buildB, buildS := oc.build(httpapi.ServerURL(base.URL)), oc.build(httpapi.ServerURL(svc.URL))
+		stop := p.Start(ctx, oc.name+" and its baseline, interleaved", 2*n)
+		var sentB, sentS int
+		var cpuS CPUCost
+		cpuB := MeasureCPU(ctx, base.CPU, func() int {
+			cpuS = measure(ctx, c, svc, oc.method, func() int {
+				for j := 0; j < c.Interleave && ctx.Err() == nil; j++ {
+					lo, hi := j*n/c.Interleave, (j+1)*n/c.Interleave
+					slice := loop
+					slice.Count = hi - lo
+					sentB += slice.Run(ctx, baseClient, offsetBuild(buildB, lo), offsetRecord(recB, lo))
+					recB.EndSlice()
+					sentS += slice.Run(ctx, svcClient, offsetBuild(buildS, lo), offsetRecord(recS, lo))
+					recS.EndSlice()
+				}
+				return sentS
+			})
+			return sentB
+		})
+		stop()
+		of := fmt.Sprintf(", open loop %.0f/s for %s in %d slices, in turn, against ", c.Rate, c.Duration, c.Interleave)
+		b = recB.Summary(oc.name+" baseline"+of+base.URL, oc.method, loop, sentB)
+		s = recS.Summary(oc.name+of+svc.URL, oc.method, loop, sentS)
+		b.CPU, s.CPU = cpuB, cpuS
+		return b, s
+	}
 	code := ExitOK
 	cases := openCases(c, known)
 	var names []string
@@ -607,13 +664,23 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			}
 			fmt.Fprintln(stdout)
 		}
-		if c.Baseline {
+		var s RateSummary
+		switch {
+		case c.Baseline && c.Interleave > 1:
+			var b RateSummary
+			b, s = both(oc)
+			b.Print(stdout)
+			fmt.Fprintln(stdout)
+			baseline = append(baseline, b)
+		case c.Baseline:
 			b := run(oc, baseClient, base, oc.name+" baseline")
 			b.Print(stdout)
 			fmt.Fprintln(stdout)
 			baseline = append(baseline, b)
+			s = run(oc, svcClient, svc, oc.name)
+		default:
+			s = run(oc, svcClient, svc, oc.name)
 		}
-		s := run(oc, svcClient, svc, oc.name)
 		s.Print(stdout)
 		service, names = append(service, s), append(names, oc.name)
 		if s.Failed > 0 || s.NotSent() > 0 {
