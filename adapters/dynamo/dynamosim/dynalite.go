@@ -12,10 +12,10 @@
 package dynamosim
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,13 +43,18 @@ type Server struct {
 	// (with other Options) or a test of dynalite itself.
 	Upstream string
 	// Proxy is the strictness proxy at Endpoint.
-	Proxy *Proxy
-	cmd   *exec.Cmd
-	done  chan struct{}
+	Proxy   *Proxy
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once dynalite has exited
+	exitErr atomic.Value  // how it exited, if not cleanly
 }
 
-// Start runs dynalite on a free loopback port with the extra command-line
-// args (e.g. "--maxItemSizeKb", "4") and waits until it answers.
+// Start runs dynalite on a loopback port the kernel picks, with the extra
+// command-line args as --name value pairs (e.g. "--maxItemSizeKb", "4"),
+// and returns once it listens. The launcher (test/dynamodb/listen.js)
+// listens on port 0 and prints the port it got: picking a free port here
+// and handing it over would leave a moment in which another process could
+// take it.
 func Start(args ...string) (*Server, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -59,53 +64,59 @@ func Start(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli := filepath.Join(root, "test", "dynamodb", "node_modules", "dynalite", "cli.js")
-	if _, err := os.Stat(cli); err != nil {
-		return nil, fmt.Errorf("dynalite is not installed (%s missing): %s", cli, installHint)
+	if _, err := os.Stat(filepath.Join(root, "test", "dynamodb", "node_modules", "dynalite")); err != nil {
+		return nil, fmt.Errorf("dynalite is not installed (%v): %s", err, installHint)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	argv := append([]string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, args...)
-	cmd := exec.Command(node, argv...)
+	cmd := exec.Command(node, append([]string{filepath.Join(root, "test", "dynamodb", "listen.js")}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start dynalite: %w", err)
+	}
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dynalite: %w", err)
 	}
-	s := &Server{Upstream: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
-	var exitErr atomic.Value
+	s := &Server{cmd: cmd, done: make(chan struct{})}
+	ports := make(chan int, 1)
 	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			if p, ok := strings.CutPrefix(lines.Text(), listeningOn); ok {
+				if n, err := strconv.Atoi(p); err == nil {
+					ports <- n
+					break
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout) // dynalite's later output, until it exits
 		if err := cmd.Wait(); err != nil {
-			exitErr.Store(err)
+			s.exitErr.Store(err)
 		}
 		close(s.done)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("dynalite exited before answering (%v): %s", exitErr.Load(), stderr.String())
-		default:
-		}
-		if answers(s.Upstream) {
-			px, err := StartProxy(s.Upstream, Options{})
-			if err != nil {
-				s.Stop()
-				return nil, err
-			}
-			s.Proxy, s.Endpoint = px, px.URL
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("dynalite did not answer on %s within 30s: %s", s.Upstream, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	select {
+	case port := <-ports:
+		s.Upstream = fmt.Sprintf("http://127.0.0.1:%d", port)
+	case <-s.done:
+		return nil, fmt.Errorf("dynalite exited before listening (%v): %s", s.exitErr.Load(), stderr.String())
+	case <-time.After(30 * time.Second):
+		s.Stop()
+		return nil, fmt.Errorf("dynalite did not listen within 30s: %s", stderr.String())
 	}
+	px, err := StartProxy(s.Upstream, Options{})
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.Proxy, s.Endpoint = px, px.URL
+	return s, nil
 }
+
+// listeningOn starts the line listen.js prints once dynalite listens; the
+// port follows it.
+const listeningOn = "dynalite listening on port "
 
 // Stop ends the server and waits for it to exit.
 func (s *Server) Stop() {
@@ -114,27 +125,6 @@ func (s *Server) Stop() {
 	}
 	_ = s.cmd.Process.Kill()
 	<-s.done
-}
-
-// answers reports whether anything speaks HTTP at the endpoint (dynalite
-// answers an unsigned request with an error, which is enough).
-func answers(url string) bool {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func repoRoot() (string, error) {

@@ -389,3 +389,18 @@ func TestPartitionsAccountWritesPerKeyAndIndex(t *testing.T) {
 		t.Errorf("index partition r = %v units; want 4 entries × 1", w)
 	}
 }
+
+// Start hands its args to dynalite as --name value pairs; an argument
+// without its value is refused by the launcher, and Start says why rather
+// than waiting for a dynalite that never listens.
+func TestStartRefusesAnOptionWithoutItsValue(t *testing.T) {
+	t.Parallel()
+	srv, err := dynamosim.Start("--maxItemSizeKb")
+	if err == nil {
+		srv.Stop()
+		t.Fatal("Start(--maxItemSizeKb) started dynalite; want the launcher's usage error")
+	}
+	if !strings.Contains(err.Error(), "usage: listen.js") {
+		t.Errorf("Start(--maxItemSizeKb) = %v; want the launcher's usage message", err)
+	}
+}
