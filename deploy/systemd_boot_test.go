@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +27,9 @@ import (
 // enable --now). The binary, the units and the environment file are
 // read-only bind mounts and the root is a throw-away overlay
 // (--volatile=overlay), so the cached root is never changed. The container
-// shares the machine's network: skiapi listens on a free loopback port and
-// uses the test RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on
+// shares the machine's network: skiapi listens on a loopback port the
+// kernel picks (--listen 127.0.0.1:0), found in the journal's "skidata
+// serving" line of each main PID, and uses the test RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on
 // queues of its own, with the memory store.
 //
 // Each unit in turn (an instance runs one role), under its whole sandbox:
@@ -63,11 +64,10 @@ func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
 		t.Fatalf("go build ../cmd/skiapi: %v\n%s", err, out)
 	}
 
-	addr := freeLoopbackAddr(t)
 	prefix := amqptest.Prefix(t)
 	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
 	envFile := filepath.Join(dir, "skiapi.env")
-	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=%s\n", amqptest.URL(), prefix, addr)
+	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=127.0.0.1:0\n", amqptest.URL(), prefix)
 	if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +88,16 @@ func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
 	c.run(t, "systemctl", "daemon-reload")
 	for _, unit := range units {
 		name := filepath.Base(unit)
-		t.Run(name, func(t *testing.T) { checkUnit(t, c, name, "http://"+addr+"/readyz") })
+		t.Run(name, func(t *testing.T) { checkUnit(t, c, name) })
 	}
 }
 
 // checkUnit enables and starts unit, kills its main process, stops it and
 // checks systemd's and the service's answers at each step.
-func checkUnit(t *testing.T, c *container, unit, readyz string) {
+func checkUnit(t *testing.T, c *container, unit string) {
 	c.run(t, "systemctl", "enable", "--now", unit)
-	first := c.waitReady(t, unit, readyz, 0, 30*time.Second)
-	t.Logf("active and ready, main PID %d", first)
+	first, url := c.waitReady(t, unit, 0, 30*time.Second)
+	t.Logf("active and ready at %s, main PID %d", url, first)
 
 	// The sandbox is in force, not just written down: systemd inside a
 	// container may drop a setting it cannot apply with only a warning.
@@ -117,7 +117,7 @@ func checkUnit(t *testing.T, c *container, unit, readyz string) {
 	// kill -9 of the main process: systemd starts it again after RestartSec.
 	restartSec := c.duration(t, unit, "RestartUSec")
 	c.run(t, "sh", "-c", fmt.Sprintf("kill -9 %d", first))
-	second := c.waitReady(t, unit, readyz, first, restartSec+30*time.Second)
+	second, readyz := c.waitReady(t, unit, first, restartSec+30*time.Second)
 	if n := c.show(t, unit, "NRestarts"); n == "0" {
 		t.Errorf("main PID changed from %d to %d but NRestarts is 0", first, second)
 	}
@@ -311,9 +311,10 @@ func (c *container) duration(t *testing.T, unit, prop string) time.Duration {
 	return d
 }
 
-// waitReady polls until unit is active with a main PID other than
-// notPID and url answers 200; it returns that main PID.
-func (c *container) waitReady(t *testing.T, unit, url string, notPID int, within time.Duration) int {
+// waitReady polls until unit is active with a main PID other than notPID
+// that has logged the address it serves on and answers 200 to /readyz
+// there; it returns that main PID and its /readyz URL.
+func (c *container) waitReady(t *testing.T, unit string, notPID int, within time.Duration) (int, string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -322,17 +323,23 @@ func (c *container) waitReady(t *testing.T, unit, url string, notPID int, within
 		state := c.show(t, unit, "ActiveState")
 		pid, _ := strconv.Atoi(c.show(t, unit, "MainPID"))
 		if state == "active" && pid != 0 && pid != notPID {
-			resp, err := client.Get(url)
-			if err == nil {
-				var body bytes.Buffer
-				_, _ = body.ReadFrom(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return pid
-				}
-				last = fmt.Sprintf("%s answered %d: %s", url, resp.StatusCode, body.String())
+			log, _ := c.output("journalctl", "--no-pager", "-o", "cat", "_PID="+strconv.Itoa(pid))
+			if m := servingLine.FindStringSubmatch(log); m == nil {
+				last = fmt.Sprintf("main PID %d has not logged where it serves", pid)
 			} else {
-				last = err.Error()
+				url := "http://" + m[1] + "/readyz"
+				resp, err := client.Get(url)
+				if err == nil {
+					var body bytes.Buffer
+					_, _ = body.ReadFrom(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						return pid, url
+					}
+					last = fmt.Sprintf("%s answered %d: %s", url, resp.StatusCode, body.String())
+				} else {
+					last = err.Error()
+				}
 			}
 		} else {
 			last = fmt.Sprintf("unit %s, main PID %d", state, pid)
@@ -345,16 +352,9 @@ func (c *container) waitReady(t *testing.T, unit, url string, notPID int, within
 	}
 }
 
-// freeLoopbackAddr is a loopback address no process listens on now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// servingLine is skiapi's log line (the text format, the units' default)
+// naming the address it listens on.
+var servingLine = regexp.MustCompile(`msg="skidata serving" addr=(127\.0\.0\.1:\d+)`)
 
 func stderrOf(err error) string {
 	if ee, ok := err.(*exec.ExitError); ok {
