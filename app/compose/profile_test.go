@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -199,15 +198,19 @@ func TestInstanceRegionComesFromInstanceMetadata(t *testing.T) {
 	}
 }
 
+// Off EC2 nothing answers at the metadata address: a server here that
+// drops every connection unanswered stands in for it (an address whose
+// listener was closed could be taken by another process meanwhile).
 func TestInstanceRegionMissingFailsNamingTheRegion(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
-	t.Setenv(envIMDSEndpoint, closed)
-	_, err = instanceRegion(context.Background())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv(envIMDSEndpoint, srv.URL)
+	_, err := instanceRegion(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "region missing") || !strings.Contains(err.Error(), "AWS_REGION") {
 		t.Fatalf("err = %v; want it to say the region is missing and how to set it", err)
 	}
