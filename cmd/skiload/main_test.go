@@ -181,7 +181,10 @@ func TestInterleavedCasesTakeTurnsWithTheBaseline(t *testing.T) {
 	if achieved == nil {
 		t.Fatalf("no rate line for the service's case:\n%s", out)
 	}
-	if n, _ := strconv.Atoi(achieved[1]); n < 170 {
+	// Counting the baseline's turn as the service's time would report about
+	// 133/s (399 sends over three seconds); 150 leaves the schedule two
+	// thirds of a second of lateness on a loaded machine.
+	if n, _ := strconv.Atoi(achieved[1]); n < 150 {
 		t.Errorf("the service's case achieved %d/s; want about the 200/s asked (the baseline's turn is not its time):\n%s", n, out)
 	}
 }
