@@ -28,9 +28,9 @@ import (
 // read-only bind mounts and the root is a throw-away overlay
 // (--volatile=overlay), so the cached root is never changed. The container
 // shares the machine's network: skiapi listens on a loopback port the
-// kernel picks (--listen 127.0.0.1:0), found in the journal's "skidata
-// serving" line of each main PID, and uses the test RabbitMQ (127.0.0.1:5672 or SKIDATA_TEST_AMQP_URL) on
-// queues of its own, with the memory store.
+// kernel picks (--listen 127.0.0.1:0), read from each main PID's "skidata
+// serving" line in the journal, and uses the test RabbitMQ (127.0.0.1:5672
+// or SKIDATA_TEST_AMQP_URL) on queues of its own, with the memory store.
 //
 // Each unit in turn (an instance runs one role), under its whole sandbox:
 // the service becomes active and /readyz answers 200, running as skiapi
