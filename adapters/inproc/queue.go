@@ -76,8 +76,9 @@ func WaitForAck() Option { return func(q *Queue) { q.wait = true } }
 // RabbitMQ publisher gathers them with --amqp-publish-linger; a message that
 // reaches maxRides goes at once, and Close sends an open one at once. The
 // persister is then woken once a message rather than once a POST, which
-// took about 1.2 µs off a memory-mode POST on machine F (docs/benchmarks.md). Rides of
-// separate Publish calls are then acknowledged, or handed back, together.
+// took about 1.2 µs off a memory-mode POST on machine F
+// (docs/benchmarks.md). Rides of separate Publish calls are then
+// acknowledged, or handed back, together.
 // It has no effect with WaitForAck, whose publishers wait for the store
 // anyway, nor when maxRides < 2 or linger <= 0.
 func Gather(maxRides int, linger time.Duration) Option {

@@ -665,20 +665,19 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 			fmt.Fprintln(stdout)
 		}
 		var s RateSummary
-		switch {
-		case c.Baseline && c.Interleave > 1:
+		inTurn := c.Baseline && c.Interleave > 1
+		if c.Baseline {
 			var b RateSummary
-			b, s = both(oc)
+			if inTurn {
+				b, s = both(oc)
+			} else {
+				b = run(oc, baseClient, base, oc.name+" baseline")
+			}
 			b.Print(stdout)
 			fmt.Fprintln(stdout)
 			baseline = append(baseline, b)
-		case c.Baseline:
-			b := run(oc, baseClient, base, oc.name+" baseline")
-			b.Print(stdout)
-			fmt.Fprintln(stdout)
-			baseline = append(baseline, b)
-			s = run(oc, svcClient, svc, oc.name)
-		default:
+		}
+		if !inTurn {
 			s = run(oc, svcClient, svc, oc.name)
 		}
 		s.Print(stdout)
