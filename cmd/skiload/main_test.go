@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,14 +29,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// eachClient runs f once with each --client.
+func eachClient(t *testing.T, f func(t *testing.T, client string)) {
+	for _, client := range []string{loadgen.ClientNet, loadgen.ClientFast} {
+		t.Run(client, func(t *testing.T) { f(t, client) })
+	}
+}
+
 // TestLoadAgainstTheRealServiceLosesNothing runs skiload end to end against
-// the whole service in memory mode on a loopback port: a small two-phase
-// load, then --verify.
-func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) {
+// the whole service in memory mode on a loopback port, with each HTTP
+// client: a small two-phase load, then --verify.
+func TestLoadAgainstTheRealServiceLosesNothing(t *testing.T) { eachClient(t, loadLosesNothing) }
+
+func loadLosesNothing(t *testing.T, client string) {
 	base := memoryService(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{
-		"--url", base, "--phase1-workers", "4", "--phase1-requests", "200",
+		"--url", base, "--client", client, "--phase1-workers", "4", "--phase1-requests", "200",
 		"--phase2-workers", "8", "--phase2-requests", "200", "--verify", "--verify-deadline", "30s",
 	}, &stdout, &stderr, false)
 	out := stdout.String()
@@ -64,9 +74,11 @@ func memoryService(t *testing.T) string {
 // waits for /readyz queueDepth 0, then asks about those rides' skiers and
 // days: every GET must be a 200; a later --mode get with the same seed and
 // load flags asks about the same rides.
-func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) {
+func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) { eachClient(t, getCasesAnswer200) }
+
+func getCasesAnswer200(t *testing.T, client string) {
 	base := memoryService(t)
-	small := []string{"--url", base, "--phase1-workers", "4", "--phase1-requests", "100", "--phase2-workers", "4", "--phase2-requests", "100",
+	small := []string{"--url", base, "--client", client, "--phase1-workers", "4", "--phase1-requests", "100", "--phase2-workers", "4", "--phase2-requests", "100",
 		"--get-workers", "4", "--get-requests", "50", "--quiet"}
 	for _, c := range []struct {
 		args      []string
@@ -92,7 +104,9 @@ func TestGetCasesAfterThePostLoadAnswer200(t *testing.T) {
 // against the service in memory mode and the baseline: all requests sent,
 // the POSTs all 201, the GETs (after the drain) all 200, the CPU per
 // request of every process named, and the side-by-side table.
-func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
+func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) { eachClient(t, openLoopRun) }
+
+func openLoopRun(t *testing.T, client string) {
 	base := memoryService(t)
 	self, err := os.ReadFile("/proc/self/comm")
 	if err != nil {
@@ -100,7 +114,7 @@ func TestOpenLoopRunAgainstTheServiceAndTheBaseline(t *testing.T) {
 	}
 	comm := strings.TrimSpace(string(self))
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--url", base, "--mode", "all", "--rate", "400", "--duration", "500ms", "--baseline", "--verify", "--quiet",
+	code := run(context.Background(), []string{"--url", base, "--client", client, "--mode", "all", "--rate", "400", "--duration", "500ms", "--baseline", "--verify", "--quiet",
 		"--cpu-metrics", "consumer=" + base, "--cpu-of", comm}, &stdout, &stderr, false)
 	out := stdout.String()
 	if code != 0 {
@@ -189,6 +203,39 @@ func TestInterleavedCasesTakeTurnsWithTheBaseline(t *testing.T) {
 	}
 }
 
+// TestClientFlagPicksTheClientTheLoadGoesThrough: the POSTs of a closed
+// loop and of an open loop reach the server through the client --client
+// names (net/http's says who it is in User-Agent; skiload's fasthttp
+// client sends none).
+func TestClientFlagPicksTheClientTheLoadGoesThrough(t *testing.T) {
+	for _, c := range []struct{ client, agent string }{{loadgen.ClientNet, "Go-http-client/1.1"}, {loadgen.ClientFast, ""}} {
+		for _, loop := range [][]string{
+			{"--phase1-workers", "2", "--phase1-requests", "5", "--phase2-workers", "0"},
+			{"--rate", "50", "--duration", "200ms"},
+		} {
+			var mu sync.Mutex
+			agents := map[string]int{}
+			svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost { // not skiload's reads of /metrics
+					mu.Lock()
+					agents[r.UserAgent()]++
+					mu.Unlock()
+				}
+				w.WriteHeader(http.StatusCreated)
+			}))
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"--url", svc.URL, "--client", c.client, "--quiet"}, loop...), &stdout, &stderr, false)
+			svc.Close()
+			if code != 0 {
+				t.Fatalf("--client %s %v: exit %d\n%s\n%s", c.client, loop, code, stdout.String(), stderr.String())
+			}
+			if want := map[string]int{c.agent: 10}; !maps.Equal(agents, want) {
+				t.Errorf("--client %s %v: the server saw User-Agents %v; want %v", c.client, loop, agents, want)
+			}
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -210,6 +257,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"--mode", "all", "--chart", "x.svg"}, 2},
 		{[]string{"--cpu-metrics", "consumer"}, 2},
 		{[]string{"--cpu-metrics", "consumer=127.0.0.1:8081"}, 2},
+		{[]string{"--client", "curl"}, 2},
+		{[]string{"sweep", "--vary", "batch-size=10", "--client", "curl"}, 2},
 		{[]string{"extra-arg"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -219,7 +268,7 @@ func TestUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
-	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics", "interleave"} {
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics", "interleave", "client"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not mention %q", flag)
 		}

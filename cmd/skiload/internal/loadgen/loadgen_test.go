@@ -138,8 +138,11 @@ func status(code int, retryAfter string) func(http.ResponseWriter) {
 	}
 }
 
-func testCaller(waits *[]time.Duration) *Caller {
-	c := &Caller{Client: NewHTTPClient(2, 5*time.Second), Policy: RetryPolicy{Retries: 5, Base: time.Millisecond, Max: 5 * time.Millisecond}}
+// clientKinds are the --client values; the retry tests run with each.
+var clientKinds = []string{ClientNet, ClientFast}
+
+func testCaller(kind string, waits *[]time.Duration) *Caller {
+	c := &Caller{Client: Config{Client: kind, Timeout: 5 * time.Second}.loadClient(2), Policy: RetryPolicy{Retries: 5, Base: time.Millisecond, Max: 5 * time.Millisecond}}
 	c.onWait = func(_ error, d time.Duration) { *waits = append(*waits, d) }
 	return c
 }
@@ -150,10 +153,21 @@ func post(c *Caller, url string) Result {
 	}, false)
 }
 
+// eachClient runs f once with every --client kind.
+func eachClient(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, kind := range clientKinds {
+		t.Run(kind, func(t *testing.T) { f(t, kind) })
+	}
+}
+
 func TestRetriesOn503And429HonouringRetryAfter(t *testing.T) {
+	eachClient(t, retriesHonouringRetryAfter)
+}
+
+func retriesHonouringRetryAfter(t *testing.T, kind string) {
 	srv, n := scripted(t, status(503, ""), status(429, "1"), status(503, ""))
 	var waits []time.Duration
-	res := post(testCaller(&waits), srv.URL)
+	res := post(testCaller(kind, &waits), srv.URL)
 	if res.Err != nil || res.Status != 201 || res.Retries != 3 || n.Load() != 4 {
 		t.Fatalf("result %+v after %d attempts; want 201 after 3 retries", res, n.Load())
 	}
@@ -167,7 +181,9 @@ func TestRetriesOn503And429HonouringRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetriesOnNetworkError(t *testing.T) {
+func TestRetriesOnNetworkError(t *testing.T) { eachClient(t, retriesOnNetworkError) }
+
+func retriesOnNetworkError(t *testing.T, kind string) {
 	// A listener that accepts and immediately closes: every attempt is a network error.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,8 +203,10 @@ func TestRetriesOnNetworkError(t *testing.T) {
 	})
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	var waits []time.Duration
-	c := testCaller(&waits)
-	c.Client.Transport.(*http.Transport).DisableKeepAlives = true
+	c := testCaller(kind, &waits)
+	if tr, ok := c.Client.Transport.(*http.Transport); ok {
+		tr.DisableKeepAlives = true
+	}
 	res := post(c, "http://"+ln.Addr().String())
 	if res.Err == nil || res.Status != 0 || res.Retries != 5 {
 		t.Fatalf("result %+v; want a network error after 5 retries", res)
@@ -198,24 +216,28 @@ func TestRetriesOnNetworkError(t *testing.T) {
 	}
 }
 
-func TestGivesUpAfterFiveRetries(t *testing.T) {
+func TestGivesUpAfterFiveRetries(t *testing.T) { eachClient(t, givesUpAfterFiveRetries) }
+
+func givesUpAfterFiveRetries(t *testing.T, kind string) {
 	always := make([]func(http.ResponseWriter), 10)
 	for i := range always {
 		always[i] = status(503, "")
 	}
 	srv, n := scripted(t, always...)
 	var waits []time.Duration
-	res := post(testCaller(&waits), srv.URL)
+	res := post(testCaller(kind, &waits), srv.URL)
 	var se *StatusError
 	if !errors.As(res.Err, &se) || res.Status != 503 || res.Retries != 5 || n.Load() != 6 {
 		t.Errorf("result %+v after %d attempts; want failed 503 after 1 try + 5 retries", res, n.Load())
 	}
 }
 
-func TestNoRetryOn400(t *testing.T) {
+func TestNoRetryOn400(t *testing.T) { eachClient(t, noRetryOn400) }
+
+func noRetryOn400(t *testing.T, kind string) {
 	srv, n := scripted(t, status(400, ""))
 	var waits []time.Duration
-	res := post(testCaller(&waits), srv.URL)
+	res := post(testCaller(kind, &waits), srv.URL)
 	if res.Err == nil || res.Status != 400 || res.Retries != 0 || n.Load() != 1 {
 		t.Errorf("result %+v after %d attempts; want a failed 400 after one attempt", res, n.Load())
 	}
@@ -297,9 +319,13 @@ func TestSummaryKeepsTheFirstDistinctErrorsPerStatus(t *testing.T) {
 }
 
 func TestSummaryNamesTheAddressAndCauseOfNetworkErrors(t *testing.T) {
+	eachClient(t, summaryNamesTheAddressAndCause)
+}
+
+func summaryNamesTheAddressAndCause(t *testing.T, kind string) {
 	addr := apitest.ClosedAddr(t)
 	var waits []time.Duration
-	c := testCaller(&waits)
+	c := testCaller(kind, &waits)
 	c.Policy.Retries = 0
 	res := []Result{post(c, "http://"+addr+"/skiers/1/seasons/2024/days/1/skiers/7"), post(c, "http://"+addr+"/skiers/2/seasons/2024/days/1/skiers/8")}
 	s := Summarize("t", "POST", res, time.Second, false)

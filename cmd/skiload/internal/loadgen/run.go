@@ -57,6 +57,9 @@ type Config struct {
 	// other skidata processes (a consumer) by their base URL, name=URL.
 	CPUOf      string
 	CPUMetrics string
+	// Client is the HTTP client the load goes through: ClientNet or
+	// ClientFast.
+	Client string
 }
 
 // DefaultConfig is the assignment's load against localhost:8080.
@@ -67,7 +70,7 @@ func DefaultConfig() Config {
 		GetWorkers: 100, GetRequests: 1000,
 		Retry: DefaultRetryPolicy(), Timeout: 10 * time.Second,
 		VerifyDeadline: 2 * time.Minute, VerifySample: 1000,
-		Duration: 10 * time.Second, MaxInFlight: 2000, Interleave: 1,
+		Duration: 10 * time.Second, MaxInFlight: 2000, Interleave: 1, Client: ClientNet,
 	}
 }
 
@@ -114,7 +117,24 @@ func (c *Config) registerOpenLoopFlags(fs *flag.FlagSet, unit string) {
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "open loop: send each "+unit+" at this many requests per second, whatever the answers do, and measure latency from each request's intended start (0, outside a sweep: the closed-loop workers)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "with --rate: how long each "+unit+"'s schedule runs (it sends rate × duration requests)")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", c.MaxInFlight, "with --rate: most requests (so connections) in flight at once; beyond it requests are sent late, and their wait still counts")
+	fs.StringVar(&c.Client, "client", c.Client, "HTTP client of the load: net (net/http's) or fasthttp (sends and reads on the calling goroutine, without net/http's hand-offs to each connection's loops: less of skiload's own CPU a request, which on one box is CPU the server under test gets back); requests are built by the API's generated client either way")
 	fs.StringVar(&c.CPUOf, "cpu-of", c.CPUOf, "also report the CPU per request of these local processes, by command name, comma-separated (e.g. beam.smp,postgres: every process of that name, from /proc)")
+}
+
+func (c Config) validateClient() error {
+	if c.Client != ClientNet && c.Client != ClientFast {
+		return fmt.Errorf("--client %q: want %s or %s", c.Client, ClientNet, ClientFast)
+	}
+	return nil
+}
+
+// loadClient is the client --client names for the load's requests, with
+// connections for workers at once.
+func (c Config) loadClient(workers int) *http.Client {
+	if c.Client == ClientFast {
+		return newFastClient(workers, c.Timeout)
+	}
+	return NewHTTPClient(workers, c.Timeout)
 }
 
 // RateCount is how many requests an open-loop case sends.
@@ -151,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.Verify && c.Mode == "get" {
 		return fmt.Errorf("--verify checks the POST load; it does not apply to --mode get")
+	}
+	if err := c.validateClient(); err != nil {
+		return err
 	}
 	if c.Rate < 0 {
 		return fmt.Errorf("--rate %g: want requests per second, or 0 for the closed loop", c.Rate)
@@ -357,7 +380,7 @@ func printCeiling(w io.Writer, baseline, service Summary) {
 
 // postLoad sends the two-phase load to base and returns every result and the wall time.
 func postLoad(ctx context.Context, c Config, base string, p *Progress, label string) ([]Result, time.Duration) {
-	client := NewHTTPClient(c.Phases.Workers(), c.Timeout)
+	client := c.loadClient(c.Phases.Workers())
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
 	server := httpapi.ServerURL(base)
@@ -485,7 +508,7 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	known := Known(c.Seed, c.Ranges, c.PostCount())
 	n := c.GetWorkers * c.GetRequests
 	load := func(k int, gc GetCase, t target, label string) (res []Result, wall time.Duration, cpu CPUCost) {
-		client := NewHTTPClient(c.GetWorkers, c.Timeout)
+		client := c.loadClient(c.GetWorkers)
 		defer client.CloseIdleConnections()
 		caller := &Caller{Client: client, Policy: c.Retry}
 		server := httpapi.ServerURL(t.URL)
@@ -602,7 +625,7 @@ func runOpen(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	svc := service(c)
 	// One client per server for the whole run: its connections, once
 	// opened, serve every case.
-	svcClient, baseClient := NewHTTPClient(c.MaxInFlight, c.Timeout), NewHTTPClient(c.MaxInFlight, c.Timeout)
+	svcClient, baseClient := c.loadClient(c.MaxInFlight), c.loadClient(c.MaxInFlight)
 	defer svcClient.CloseIdleConnections()
 	defer baseClient.CloseIdleConnections()
 	run := func(oc openCase, client *http.Client, t target, label string) RateSummary {

@@ -89,7 +89,7 @@ func (c SweepConfig) Validate() error {
 	if c.Load.Rate <= 0 || c.Load.RateCount() < 1 {
 		return fmt.Errorf("--rate %g for --duration %s sends no request", c.Load.Rate, c.Load.Duration)
 	}
-	return nil
+	return c.Load.validateClient()
 }
 
 // Points are the combinations of c.Vary, the first flag varying slowest.
@@ -228,7 +228,7 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 	n := load.RateCount()
 	known := Known(load.Seed, load.Ranges, n)
 	loop := OpenLoop{Rate: load.Rate, Count: n, MaxInFlight: load.MaxInFlight, Grace: load.Timeout, Clock: RealClock{}}
-	httpClient := NewHTTPClient(load.MaxInFlight, load.Timeout)
+	httpClient := load.loadClient(load.MaxInFlight)
 	defer httpClient.CloseIdleConnections()
 	post := openCases(Config{Mode: "post"}, known)[0]
 	rec := NewRecorder(n, false, p.Observe)
