@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -35,18 +36,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 		return sweep(ctx, args[1:], stdout, stderr, tty)
 	}
 	cfg := loadgen.DefaultConfig()
-	p, code, ok := parse("skiload", runUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
+	o, code, ok := parse("skiload", runUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
 	if !ok {
 		return code
 	}
-	return loadgen.Run(ctx, cfg, stdout, p)
+	return o.profiled(stderr, func() int { return loadgen.Run(ctx, cfg, stdout, o.progress) })
+}
+
+// options are the flags every skiload command has.
+type options struct {
+	progress   *loadgen.Progress
+	cpuProfile string
+}
+
+// profiled runs f, writing a CPU profile of this process to o.cpuProfile
+// while it runs when that is set.
+func (o options) profiled(stderr io.Writer, f func() int) int {
+	if o.cpuProfile == "" {
+		return f()
+	}
+	file, err := os.Create(o.cpuProfile)
+	if err == nil {
+		err = pprof.StartCPUProfile(file)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "skiload: --cpu-profile: %v\n", err)
+		return loadgen.ExitUsage
+	}
+	code := f()
+	pprof.StopCPUProfile()
+	if err := file.Close(); err != nil {
+		fmt.Fprintf(stderr, "skiload: --cpu-profile: %v\n", err)
+		return max(code, loadgen.ExitFailed)
+	}
+	return code
 }
 
 // parse parses args into the flags register binds and validates them; when
 // the command should not run, it returns its exit code (0 after --help, 2
-// for bad usage, said on stderr). Otherwise it returns the progress
-// reporter (silent with --quiet). --help prints usage, then the flags.
-func parse(name, usage string, register func(*flag.FlagSet), validate func() error, args []string, stderr io.Writer, tty bool) (*loadgen.Progress, int, bool) {
+// for bad usage, said on stderr). Otherwise it returns the options every
+// command has: the progress reporter (silent with --quiet) and where to
+// write a CPU profile. --help prints usage, then the flags.
+func parse(name, usage string, register func(*flag.FlagSet), validate func() error, args []string, stderr io.Writer, tty bool) (options, int, bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	register(fs)
@@ -55,35 +86,36 @@ func parse(name, usage string, register func(*flag.FlagSet), validate func() err
 		fs.PrintDefaults()
 	}
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	profile := fs.String("cpu-profile", "", "write a CPU profile of skiload itself to this file while it runs (go tool pprof reads it): where the load client's own CPU goes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, loadgen.ExitOK, false
+			return options{}, loadgen.ExitOK, false
 		}
-		return nil, loadgen.ExitUsage, false
+		return options{}, loadgen.ExitUsage, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return nil, loadgen.ExitUsage, false
+		return options{}, loadgen.ExitUsage, false
 	}
 	if err := validate(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return nil, loadgen.ExitUsage, false
+		return options{}, loadgen.ExitUsage, false
 	}
 	p := &loadgen.Progress{Out: stderr, TTY: tty, Every: 2 * time.Second}
 	if *quiet {
 		p.Out = nil
 	}
-	return p, 0, true
+	return options{progress: p, cpuProfile: *profile}, 0, true
 }
 
 // sweep runs `skiload sweep`: the batching study.
 func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	cfg := loadgen.DefaultSweepConfig()
-	p, code, ok := parse("skiload sweep", sweepUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
+	o, code, ok := parse("skiload sweep", sweepUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
 	if !ok {
 		return code
 	}
-	return loadgen.RunSweep(ctx, cfg, stdout, p)
+	return o.profiled(stderr, func() int { return loadgen.RunSweep(ctx, cfg, stdout, o.progress) })
 }
 
 // runUsage is what `skiload --help` prints before the flags.

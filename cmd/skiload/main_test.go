@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,6 +237,37 @@ func TestClientFlagPicksTheClientTheLoadGoesThrough(t *testing.T) {
 	}
 }
 
+// TestCPUProfileIsWrittenForTheRun: --cpu-profile leaves a profile of
+// the run (pprof's gzipped protobuf); a file that cannot be created is
+// refused before any load is sent.
+func TestCPUProfileIsWrittenForTheRun(t *testing.T) {
+	var posts atomic.Int64
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer svc.Close()
+	dir := t.TempDir()
+	load := []string{"--url", svc.URL, "--rate", "50", "--duration", "200ms", "--quiet"}
+	var stdout, stderr bytes.Buffer
+	path := filepath.Join(dir, "skiload.prof")
+	if code := run(context.Background(), append(load, "--cpu-profile", path), &stdout, &stderr, false); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpu-profile wrote %d bytes (%v); want a gzipped profile", len(b), err)
+	}
+	sent := posts.Load()
+	stderr.Reset()
+	code := run(context.Background(), append(load, "--cpu-profile", filepath.Join(dir, "no-such-dir", "p.prof")), &stdout, &stderr, false)
+	if code != 2 || !strings.Contains(stderr.String(), "--cpu-profile") || posts.Load() != sent {
+		t.Errorf("an uncreatable profile: exit %d, stderr %q, %d POSTs sent; want exit 2 naming the flag, none sent", code, stderr.String(), posts.Load()-sent)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -268,7 +300,7 @@ func TestUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, &stdout, &stderr, false)
-	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics", "interleave", "client"} {
+	for _, flag := range []string{"phase1-workers", "phase2-requests", "verify-deadline", "verify-sample", "baseline", "csv", "chart", "retries", "mode", "get-workers", "seed", "skiers", "season", "fresh service", "rate", "duration", "max-inflight", "coordinated omission", "cpu-of", "cpu-metrics", "interleave", "client", "cpu-profile"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not mention %q", flag)
 		}
