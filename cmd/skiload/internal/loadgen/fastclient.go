@@ -31,6 +31,9 @@ func newFastClient(workers int, timeout time.Duration) *http.Client {
 			MaxConnWaitTimeout:       timeout,
 			MaxIdleConnDuration:      90 * time.Second,
 			NoDefaultUserAgentHeader: true,
+			// The path as the generated client escaped it, byte for
+			// byte, as net/http sends it.
+			DisablePathNormalizing: true,
 			// The most recently used connection first, as net/http's
 			// pool does: at a rate below saturation a few warm
 			// connections carry the load instead of every one in turn.
