@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,12 +74,18 @@ func (t *fastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("read request body: %w", err)
 		}
 	}
-	timeout := t.timeout
-	if d, ok := r.Context().Deadline(); ok && (timeout <= 0 || time.Until(d) < timeout) {
-		timeout = time.Until(d)
-	}
 	if err := r.Context().Err(); err != nil {
 		return nil, err
+	}
+	timeout := t.timeout
+	if d, ok := r.Context().Deadline(); ok {
+		left := time.Until(d)
+		if left <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		if timeout <= 0 || left < timeout {
+			timeout = left
+		}
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)

@@ -2,10 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -92,5 +94,23 @@ func TestFastClientBoundsAnAttempt(t *testing.T) {
 				t.Fatal("the attempt was not bounded: still waiting after 30s")
 			}
 		})
+	}
+}
+
+// TestFastClientSendsNothingPastItsDeadline: a request whose context has
+// ended is refused without reaching the server (net/http's contract).
+func TestFastClientSendsNothingPastItsDeadline(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{}`))
+	resp, err := newFastClient(1, time.Minute).Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || hits.Load() != 0 {
+		t.Errorf("error %v, %d requests seen; want the deadline's error and none sent", err, hits.Load())
 	}
 }
