@@ -57,7 +57,9 @@ func (o options) profiled(stderr io.Writer, f func() int) int {
 	}
 	file, err := os.Create(o.cpuProfile)
 	if err == nil {
-		err = pprof.StartCPUProfile(file)
+		if err = pprof.StartCPUProfile(file); err != nil {
+			file.Close()
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skiload: --cpu-profile: %v\n", err)

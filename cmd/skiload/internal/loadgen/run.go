@@ -121,6 +121,8 @@ func (c *Config) registerOpenLoopFlags(fs *flag.FlagSet, unit string) {
 	fs.StringVar(&c.CPUOf, "cpu-of", c.CPUOf, "also report the CPU per request of these local processes, by command name, comma-separated (e.g. beam.smp,postgres: every process of that name, from /proc)")
 }
 
+// validateClient refuses a --client that names no client (a run's flag
+// and a sweep's).
 func (c Config) validateClient() error {
 	if c.Client != ClientNet && c.Client != ClientFast {
 		return fmt.Errorf("--client %q: want %s or %s", c.Client, ClientNet, ClientFast)
