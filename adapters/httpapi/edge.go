@@ -105,16 +105,27 @@ const MetricsPath = "/metrics"
 // API's router could answer them in JSON. Another method on /metrics is a
 // 405 like the API's own, not a 404 saying there is no such route.
 func WithMetrics(api, metrics http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != MetricsPath {
-			api.ServeHTTP(w, r)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeJSONError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: GET, HEAD", r.Method, MetricsPath))
-			return
-		}
-		metrics.ServeHTTP(w, r)
-	})
+	return withMetrics{api: api, metrics: metrics}
+}
+
+type withMetrics struct{ api, metrics http.Handler }
+
+func (m withMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != MetricsPath {
+		m.api.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeJSONError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: GET, HEAD", r.Method, MetricsPath))
+		return
+	}
+	m.metrics.ServeHTTP(w, r)
+}
+
+// serveDirect hands the direct routes' requests to the API's (no direct
+// route is /metrics).
+func (m withMetrics) serveDirect(w statusWriter, r *http.Request) bool {
+	d, ok := m.api.(directServer)
+	return ok && d.serveDirect(w, r)
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skidata/skidata/adapters/httpapi"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/ports"
 )
@@ -87,18 +88,12 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if s.persister != nil {
 		go func() { persisterDone <- s.persister.Run(hardCtx) }()
 	}
-	srv := &http.Server{
-		Handler:           s.servedHandler(),
-		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTP.ReadTimeout),
-		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
-		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
-		IdleTimeout:       2 * time.Minute,
-	}
+	srv := s.httpServer()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	// gomaxprocs: the cores the process schedules its goroutines on (Go's
 	// GOMAXPROCS; docs/operations.md, "Sharing a box's cores").
-	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue, "gomaxprocs", runtime.GOMAXPROCS(0))
+	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue, "http_server", s.cfg.HTTP.Server, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	var runErr error
 	select {
@@ -146,13 +141,46 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	return runErr
 }
 
-// servedHandler is the handler the server runs: with a deadline on every
-// request when a request can wait on something outside this process.
-func (s *Service) servedHandler() http.Handler {
-	if !s.cfg.waitsOutsideTheProcess() {
-		return s.handler
+// httpServer is the server --http-server names, with the handler and the
+// timeouts configured.
+func (s *Service) httpServer() interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+} {
+	const idle = 2 * time.Minute
+	if s.cfg.HTTP.Server == ServerFastHTTP {
+		return httpapi.NewFastServer(httpapi.FastServerConfig{
+			Handler: s.handler, Deadline: s.requestDeadline(),
+			ReadTimeout: s.cfg.HTTP.ReadTimeout, WriteTimeout: s.cfg.HTTP.WriteTimeout, IdleTimeout: idle,
+			Log: s.log,
+		})
 	}
-	return withDeadline(s.handler, s.cfg.HTTP.HandlerTimeout)
+	return &http.Server{
+		Handler:           s.servedHandler(),
+		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTP.ReadTimeout),
+		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
+		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
+		IdleTimeout:       idle,
+	}
+}
+
+// servedHandler is the handler net/http's server runs: with a deadline on
+// every request when a request can wait on something outside this process.
+func (s *Service) servedHandler() http.Handler {
+	if d := s.requestDeadline(); d > 0 {
+		return httpapi.WithDeadline(s.handler, d)
+	}
+	return s.handler
+}
+
+// requestDeadline is every request's deadline when a request can wait on
+// something outside this process, else 0 (none).
+func (s *Service) requestDeadline() time.Duration {
+	if !s.cfg.waitsOutsideTheProcess() {
+		return 0
+	}
+	return s.cfg.HTTP.HandlerTimeout
 }
 
 // waitsOutsideTheProcess says whether a request can wait on a store, a
@@ -162,16 +190,6 @@ func (s *Service) servedHandler() http.Handler {
 // the memory-mode server's CPU in a profile at 8,000 POSTs/s).
 func (c Config) waitsOutsideTheProcess() bool {
 	return c.Store != "memory" || c.Queue != "inproc" || c.Cache == "redis"
-}
-
-// withDeadline gives every request's context the handler timeout: the
-// store and queue calls honour it, and a request past it is answered 503.
-func withDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d)
-		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
 }
 
 // PprofAddr is the address pprof listens on once Serve has started it, or ""
