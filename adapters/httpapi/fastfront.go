@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,20 +20,20 @@ import (
 )
 
 // The fasthttp front (--http-server fasthttp) serves the API on fasthttp's
-// server. net/http spends about a third of a small request's CPU on
-// objects it makes for each request (the request, its header maps, the
-// response and its buffers) and the goroutine it starts to watch the
-// connection while the handler runs; fasthttp reuses its own. A bare
-// fasthttp server cost 0.70× a bare net/http server's CPU a request in
-// skiload's comparison (docs/benchmarks.md).
+// server. net/http spends a good part of a small request's CPU on objects
+// it makes for each request (the request, its header maps, the response
+// and its buffers) and the goroutine it starts to watch the connection
+// while the handler runs; fasthttp reuses its own (docs/benchmarks.md, "The
+// HTTP server").
 //
 // The front is not a second API: the direct routes' common requests (a
 // ride, the three queries skiload measures) are handed to the same direct
 // routes (serveDirect) on a small *http.Request made from fasthttp's, and
 // every other request (other routes, odd spellings, errors before a
-// route, /metrics) to the net/http handler through fasthttpadaptor, so
-// every answer is the handler's. TestTheFastFrontAnswersAsNetHTTP holds the
-// two servers to the same answers.
+// route, /metrics) to the net/http handler on a copy of the request as
+// net/http would make it (ownRequest), so every answer is the handler's.
+// TestTheFastFrontAnswersAsNetHTTP and its fuzz target hold the two servers
+// to the same answers; test/e2e runs the API suite on it.
 
 // directServer is a handler that can serve a direct route's common
 // request by itself: serveDirect answers and returns true, or writes
@@ -81,14 +83,20 @@ func FastHandler(handler http.Handler, deadline time.Duration, log *slog.Logger)
 	if deadline > 0 {
 		served = WithDeadline(handler, deadline)
 	}
-	adapted := fasthttpadaptor.NewFastHTTPHandler(served)
 	slow := func(ctx *fasthttp.RequestCtx) {
-		// The adaptor answers a target it cannot parse with a 500.
-		if _, err := url.ParseRequestURI(string(ctx.RequestURI())); err != nil {
+		r, err := ownRequest(ctx)
+		if err != nil {
 			FastErrorHandler(ctx, errBadTarget)
 			return
 		}
-		adapted(ctx)
+		w := &fastWriter{ctx: ctx, header: http.Header{}}
+		served.ServeHTTP(w, r)
+		if w.status == 0 {
+			w.WriteHeader(http.StatusOK)
+		}
+		if body := ctx.Response.Body(); len(body) > 0 && len(ctx.Response.Header.ContentType()) == 0 {
+			ctx.SetContentType(http.DetectContentType(body)) // as net/http does
+		}
 	}
 	d, _ := handler.(directServer)
 	return func(ctx *fasthttp.RequestCtx) {
@@ -113,6 +121,37 @@ func answerPanic(ctx *fasthttp.RequestCtx, log *slog.Logger) {
 	ctx.Response.Reset()
 	ctx.SetConnectionClose()
 	writeJSONError(&fastWriter{ctx: ctx, header: http.Header{}}, http.StatusInternalServerError, "internal error; the cause is in the server log")
+}
+
+// ownRequest is fasthttp's request as net/http's, every string and the
+// body copied: fasthttpadaptor's conversion leaves them in fasthttp's
+// buffers, reused once the handler returns, and a handler may keep them (a
+// season id in the store, a method in the statistics). err: the target
+// is not a URL.
+func ownRequest(ctx *fasthttp.RequestCtx) (*http.Request, error) {
+	var in http.Request
+	if err := fasthttpadaptor.ConvertRequest(ctx, &in, true); err != nil {
+		return nil, err
+	}
+	r := &http.Request{
+		Method: strings.Clone(in.Method), Proto: strings.Clone(in.Proto), ProtoMajor: in.ProtoMajor, ProtoMinor: in.ProtoMinor,
+		RequestURI: strings.Clone(in.RequestURI), Host: strings.Clone(in.Host), RemoteAddr: strings.Clone(in.RemoteAddr),
+		Header: make(http.Header, len(in.Header)), ContentLength: in.ContentLength,
+		Body: io.NopCloser(bytes.NewReader(bytes.Clone(ctx.PostBody()))),
+	}
+	for k, vs := range in.Header {
+		owned := make([]string, len(vs))
+		for i, v := range vs {
+			owned[i] = strings.Clone(v)
+		}
+		r.Header[strings.Clone(k)] = owned
+	}
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		return nil, err
+	}
+	r.URL = u
+	return r, nil
 }
 
 // errBadTarget is a request target that is not a URL.
@@ -244,8 +283,8 @@ func (w *fastWriter) Status() int {
 // FastErrorHandler answers, in JSON as the API answers, the requests
 // fasthttp refuses before any handler runs: a body over MaxBodyBytes
 // (413), a request whose body or headers did not arrive within the read
-// timeout (408), headers larger than the read buffer (431), and one that
-// is not HTTP/1.x (400). net/http answers its own refusals in plain text
+// timeout (408), headers larger than the read buffer (431), one that is
+// not HTTP/1.x and a target that is not a URL (400). net/http answers its own refusals in plain text
 // (test/e2e, TestWhatNetHTTPAnswersItselfIsPlainText).
 func FastErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	w := &fastWriter{ctx: ctx, header: http.Header{}}

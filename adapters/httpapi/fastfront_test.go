@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/domain"
 	"github.com/valyala/fasthttp"
 )
 
@@ -232,4 +233,32 @@ func FuzzTheFastFrontAnswersAsNetHTTP(f *testing.F) {
 			t.Errorf("%q:\n fasthttp: %s\n net/http: %s", raw, got, want)
 		}
 	})
+}
+
+// TestAPanicOnTheFastFrontIsAnswered500: a handler that panics, behind the
+// adaptor or on a direct route, is answered 500 with the API's message and
+// its connection closed; the process goes on (fasthttp would let the panic
+// end it).
+func TestAPanicOnTheFastFrontIsAnswered500(t *testing.T) {
+	var asked []string
+	h := fixtureHandlers(&asked)
+	h.Ingest = ingestFunc(func(context.Context, domain.LiftRide) error { panic("the use case broke") })
+	api := newHandler(h, slog.New(slog.DiscardHandler), true)
+	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("the handler broke") })
+	for name, c := range map[string]struct {
+		h   http.Handler
+		raw string
+	}{
+		"behind the adaptor": {panicking, rawRequest("GET", "/resorts", "", false)},
+		"on a direct route":  {api, rawRequest("POST", "/skiers/1/seasons/2024/days/1/skiers/2", `{"time":217,"liftID":21}`, false)},
+	} {
+		resp, ok := fastAnswer(c.h, c.raw)
+		if !ok {
+			t.Fatalf("%s: %q does not parse", name, c.raw)
+		}
+		if resp.StatusCode() != http.StatusInternalServerError || !resp.ConnectionClose() ||
+			string(resp.Body()) != `{"message":"internal error; the cause is in the server log"}`+"\n" || string(resp.Header.ContentType()) != "application/json" {
+			t.Errorf("%s: %d %q (%s), close %v; want 500 with the API's message, and the connection closed", name, resp.StatusCode(), resp.Body(), resp.Header.ContentType(), resp.ConnectionClose())
+		}
+	}
 }
