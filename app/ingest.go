@@ -138,8 +138,11 @@ func burstOf(r float64, burst int) int {
 	return burst
 }
 
-// errClientRate marks a refusal by the client's own limit.
-var errClientRate = errors.New("over the client's rate")
+// clientRateError marks a refusal by the client's own limit, so that it is
+// counted as client_rate; its message is the overload's alone.
+type clientRateError struct{ error }
+
+func (e clientRateError) Unwrap() error { return e.error }
 
 // clientAllows takes a token from the bucket of ctx's client.
 func (in *Ingest) clientAllows(ctx context.Context) error {
@@ -162,7 +165,7 @@ func (in *Ingest) clientAllows(ctx context.Context) error {
 	if ok, err := in.take(ctx, l); ok || err != nil {
 		return err
 	}
-	return fmt.Errorf("%w%w", domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate), errClientRate)
+	return clientRateError{domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate)}
 }
 
 // serverAllows takes a token from the process's bucket.
@@ -244,7 +247,7 @@ func rejectionReason(err error) string {
 		return rejectQueueFull
 	case errors.Is(err, ports.ErrPublishPaused):
 		return rejectBreakerOpen
-	case errors.Is(err, errClientRate):
+	case errors.As(err, new(clientRateError)):
 		return rejectClientRate
 	case errors.Is(err, domain.ErrOverloaded):
 		return rejectRate

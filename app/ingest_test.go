@@ -531,6 +531,27 @@ func TestOneClientOverItsRateLeavesTheOthersTheirs(t *testing.T) {
 	}
 }
 
+// TestAClientOverItsRateIsToldOneSentence: the refusal's message, which
+// the log prints whole, is the overload's sentence and nothing glued to
+// it; the marker that counts it as client_rate adds no text.
+func TestAClientOverItsRateIsToldOneSentence(t *testing.T) {
+	m := &rejections{}
+	in := startIngest(t, &recordingPublisher{}, &settableDepth{}, AdmissionConfig{ClientRate: 1, ClientBurst: 1}, PublishConfig{}, m)
+	in.now = func() time.Time { return time.Unix(1_700_000_000, 0) }
+	client := ports.WithClient(context.Background(), "192.0.2.1")
+	if err := in.AddRide(client, aRide); err != nil {
+		t.Fatalf("ride within the client's burst: %v", err)
+	}
+	err := in.AddRide(client, aRide)
+	const want = "this client may send at most 1 rides per second; retry after the Retry-After header"
+	if err == nil || err.Error() != want {
+		t.Fatalf("ride over the client's rate = %v; want the message %q", err, want)
+	}
+	if m.of(rejectClientRate) != 1 {
+		t.Errorf("client_rate rejections %d; want 1", m.of(rejectClientRate))
+	}
+}
+
 // TestANoisyClientAtTenTimesItsShareLeavesAQuietClientUnder1PercentRefused:
 // the server takes 1,000 rides a second, a client's share is 200. Over
 // ten seconds of a simulated clock, one client sends 2,000 a second (ten
