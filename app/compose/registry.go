@@ -108,12 +108,13 @@ type QueueDriver struct {
 	// so that a 201 means the same whatever the queue.
 	Durable bool
 	// GroupCommit is how the ingest use case's group commit publishes to
-	// this queue, from the configuration: the queue's own bound on the
-	// messages in flight and on the rides one message holds, with the
-	// linger of --publish-linger and --publish-linger-gap, or settings of
-	// its own where its messages are priced differently. nil: the queue
-	// gains nothing from fuller messages, and each ride goes at once,
-	// alone.
+	// this queue, from the configuration (Config.Publish: --publish-batch,
+	// --publish-linger, --publish-linger-gap) and the queue's own bounds:
+	// how many messages it takes in flight at once, and how many rides one
+	// message holds. A queue that bills per request can fill its messages
+	// to what one holds (for SQS, the rides that fit in 64 KiB) in place
+	// of --publish-batch. nil: the queue gains nothing from fuller
+	// messages, and each ride goes at once, alone.
 	GroupCommit func(Config) app.PublishConfig
 	Check       func(Config) error
 	Open        func(ctx context.Context, deps Deps) (OpenedQueue, func(), error)
