@@ -10,8 +10,10 @@ import (
 )
 
 // PublishConfig tunes the group commit between the POSTs and the queue.
-// Composition takes it from the queue's settings: a broker's confirm-mode
-// channels for InFlight, its message size for MaxRides.
+// Composition takes it from the queue's registry entry, which gives its
+// own bounds (a broker's confirm-mode channels for InFlight, what one of
+// its messages holds for MaxRides) and the linger configured. The zero
+// value publishes every ride at once, alone.
 type PublishConfig struct {
 	// InFlight is how many messages may be being published at once; rides
 	// that arrive while that many are in flight wait and go together in
@@ -32,9 +34,10 @@ type PublishConfig struct {
 }
 
 // groupCommit publishes rides POSTed at the same time as one message, so
-// they share one broker confirm, or one store commit behind an in-process
-// queue that waits for the store. It is the one group-commit mechanism of
-// the write path, whatever the queue.
+// they share one broker confirm. It is the API side's one batcher,
+// whatever the queue (the persister is the consumer side's): it lives in
+// the use case because it decides per request, leaving out a ride whose
+// request ended and telling each request its message's outcome.
 //
 // It is leader/follower, like a database's group commit: under light load
 // a ride finds a free publish slot and its own request goroutine publishes

@@ -75,14 +75,16 @@ const (
 
 // Ingest is the write path's use case. A POSTed ride passes, in order:
 //
-//  1. admission control: a hard ceiling on the queue depth (503 at once),
-//     a token bucket per client (ports.ClientOf; over it: 429) and one
-//     token bucket (golang.org/x/time/rate; over it: 429) whose
-//     refill rate follows the queue depth, full below the soft limit and
-//     scaled down linearly to 5% at the hard limit; a ride whose token
-//     comes within MaxWait waits for it rather than being refused;
-//  2. the catalogue check: its resort and season must be registered (404);
-//  3. the group commit: rides arriving together go to the queue as one
+//  1. a hard ceiling on the queue depth (503 at once);
+//  2. the catalogue check: its resort and season must be registered (404),
+//     answered from memory; it comes before the buckets, so a ride that
+//     names no real resort makes no client's bucket and takes no token;
+//  3. the rate limits, each answering 429: a token bucket per client
+//     (ports.ClientOf), then one token bucket (golang.org/x/time/rate)
+//     whose refill rate follows the queue depth, full below the soft
+//     limit and scaled down linearly to 5% at the hard limit; a ride whose
+//     token comes within MaxWait waits for it rather than being refused;
+//  4. the group commit: rides arriving together go to the queue as one
 //     message (groupCommit), and AddRide returns once the queue holds it.
 //
 // A refused ride costs nothing past the step that refused it, and is
@@ -138,8 +140,11 @@ func burstOf(r float64, burst int) int {
 	return burst
 }
 
-// errClientRate marks a refusal by the client's own limit.
-var errClientRate = errors.New("over the client's rate")
+// clientRateError marks a refusal by the client's own limit, so that it is
+// counted as client_rate; its message is the overload's alone.
+type clientRateError struct{ error }
+
+func (e clientRateError) Unwrap() error { return e.error }
 
 // clientAllows takes a token from the bucket of ctx's client.
 func (in *Ingest) clientAllows(ctx context.Context) error {
@@ -162,7 +167,7 @@ func (in *Ingest) clientAllows(ctx context.Context) error {
 	if ok, err := in.take(ctx, l); ok || err != nil {
 		return err
 	}
-	return fmt.Errorf("%w%w", domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate), errClientRate)
+	return clientRateError{domain.Overloaded("this client may send at most %.0f rides per second; retry after the Retry-After header", in.cfg.ClientRate)}
 }
 
 // serverAllows takes a token from the process's bucket.
@@ -219,13 +224,16 @@ func (in *Ingest) addRide(ctx context.Context, ride domain.LiftRide) error {
 			return errQueueAtCeiling(d, in.cfg.HardLimit)
 		}
 	}
+	// The catalogue (memory) before the buckets: a ride to a resort or
+	// season that does not exist makes no client's bucket, so such rides
+	// cannot push real clients out of the LRU, and takes no token.
+	if err := in.catalog.CheckRide(ctx, ride.ResortID(), ride.SeasonID()); err != nil {
+		return err
+	}
 	if err := in.clientAllows(ctx); err != nil {
 		return err
 	}
 	if err := in.serverAllows(ctx); err != nil {
-		return err
-	}
-	if err := in.catalog.CheckRide(ctx, ride.ResortID(), ride.SeasonID()); err != nil {
 		return err
 	}
 	return in.group.publish(ctx, ride)
@@ -244,7 +252,7 @@ func rejectionReason(err error) string {
 		return rejectQueueFull
 	case errors.Is(err, ports.ErrPublishPaused):
 		return rejectBreakerOpen
-	case errors.Is(err, errClientRate):
+	case errors.As(err, new(clientRateError)):
 		return rejectClientRate
 	case errors.Is(err, domain.ErrOverloaded):
 		return rejectRate

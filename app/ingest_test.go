@@ -531,6 +531,57 @@ func TestOneClientOverItsRateLeavesTheOthersTheirs(t *testing.T) {
 	}
 }
 
+// TestAClientOverItsRateIsToldOneSentence: the refusal's message, which
+// the log prints whole, is the overload's sentence and nothing glued to
+// it; the marker that counts it as client_rate adds no text.
+func TestAClientOverItsRateIsToldOneSentence(t *testing.T) {
+	m := &rejections{}
+	in := startIngest(t, &recordingPublisher{}, &settableDepth{}, AdmissionConfig{ClientRate: 1, ClientBurst: 1}, PublishConfig{}, m)
+	in.now = func() time.Time { return time.Unix(1_700_000_000, 0) }
+	client := ports.WithClient(context.Background(), "192.0.2.1")
+	if err := in.AddRide(client, aRide); err != nil {
+		t.Fatalf("ride within the client's burst: %v", err)
+	}
+	err := in.AddRide(client, aRide)
+	const want = "this client may send at most 1 rides per second; retry after the Retry-After header"
+	if err == nil || err.Error() != want {
+		t.Fatalf("ride over the client's rate = %v; want the message %q", err, want)
+	}
+	if m.of(rejectClientRate) != 1 {
+		t.Errorf("client_rate rejections %d; want 1", m.of(rejectClientRate))
+	}
+}
+
+// TestRidesToAnUnknownResortMakeNoClientBucket: the catalogue's check comes
+// before the client's bucket is made, so rides from many addresses to a
+// resort or season that does not exist cannot fill the LRU of client
+// buckets (and push out the buckets of real clients); a ride that passes
+// the check makes its client's bucket.
+func TestRidesToAnUnknownResortMakeNoClientBucket(t *testing.T) {
+	m := &rejections{}
+	in := startIngest(t, &recordingPublisher{}, &settableDepth{}, AdmissionConfig{ClientRate: 1}, PublishConfig{}, m)
+	for i, r := range []domain.LiftRide{
+		domain.MustLiftRide(999, "2024", 1, 1, 1, 1), // no such resort
+		domain.MustLiftRide(1, "1999", 1, 1, 1, 1),   // no such season
+	} {
+		for c := range 50 {
+			client := ports.WithClient(context.Background(), fmt.Sprintf("198.51.100.%d", 100*i+c))
+			if err := in.AddRide(client, r); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("ride %s = %v; want ErrNotFound", r.Key(), err)
+			}
+		}
+	}
+	if n := in.clients.Len(); n != 0 {
+		t.Errorf("100 rides to an unknown resort or season left %d client buckets; want 0", n)
+	}
+	if err := in.AddRide(ports.WithClient(context.Background(), "192.0.2.1"), aRide); err != nil {
+		t.Fatal(err)
+	}
+	if n := in.clients.Len(); n != 1 {
+		t.Errorf("a ride that passed the catalogue left %d client buckets; want 1", n)
+	}
+}
+
 // TestANoisyClientAtTenTimesItsShareLeavesAQuietClientUnder1PercentRefused:
 // the server takes 1,000 rides a second, a client's share is 200. Over
 // ten seconds of a simulated clock, one client sends 2,000 a second (ten

@@ -1281,7 +1281,7 @@ func TestTemplateHTTPRedirectsToHTTPS(t *testing.T) {
 }
 
 // TestTemplateQueueAlarmsCountMessagesNotRides: Amazon MQ's queue metrics
-// count messages, and a message carries up to --amqp-publish-batch rides,
+// count messages, and a message carries up to --publish-batch rides,
 // so a threshold stated in rides would under-report lag up to 256 times
 // exactly under load. Every alarm on a message count takes its threshold
 // from a parameter that says it counts messages, or a literal 0.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
@@ -14,8 +13,7 @@ import (
 // DefaultCapacity is used when the capacity given is not positive.
 const DefaultCapacity = 100_000
 
-// Queue is a bounded FIFO of messages (the rides of one Publish call, or
-// with Gather those of several).
+// Queue is a bounded FIFO of messages, each the rides of one Publish call.
 // Capacity counts rides ready and rides delivered but not yet settled, so
 // memory stays bounded however slow the store is.
 type Queue struct {
@@ -34,13 +32,6 @@ type Queue struct {
 	// handing says the loop holds a message it took and has not sent yet.
 	out     chan<- ports.Delivery
 	handing bool
-
-	// Gather: rides published while a message is open join it; it goes
-	// at sealAt, or at once when it holds maxRides.
-	maxRides int
-	linger   time.Duration
-	open     bool // ready's last message is open
-	sealAt   time.Time
 }
 
 var (
@@ -71,20 +62,6 @@ type Option func(*Queue)
 // the store refuses makes Publish fail with domain.ErrInvalid.
 func WaitForAck() Option { return func(q *Queue) { q.wait = true } }
 
-// Gather makes the queue deliver the rides published within linger of
-// the first of them as one message of at most maxRides, the way the
-// RabbitMQ publisher gathers them with --amqp-publish-linger; a message that
-// reaches maxRides goes at once, and Close sends an open one at once. The
-// persister is then woken once a message rather than once a POST, which
-// took about 1.2 µs off a memory-mode POST on machine F
-// (docs/benchmarks.md). Rides of separate Publish calls are then
-// acknowledged, or handed back, together.
-// It has no effect with WaitForAck, whose publishers wait for the store
-// anyway, nor when maxRides < 2 or linger <= 0.
-func Gather(maxRides int, linger time.Duration) Option {
-	return func(q *Queue) { q.maxRides, q.linger = maxRides, linger }
-}
-
 // New returns an empty queue holding at most capacity rides.
 func New(capacity int, opts ...Option) *Queue {
 	if capacity <= 0 {
@@ -97,9 +74,6 @@ func New(capacity int, opts ...Option) *Queue {
 	}
 	for _, o := range opts {
 		o(q)
-	}
-	if q.wait || q.maxRides < 2 {
-		q.linger = 0
 	}
 	return q
 }
@@ -132,14 +106,6 @@ func (q *Queue) Publish(ctx context.Context, rides []domain.LiftRide) error {
 		return fmt.Errorf("%w: %w: %d rides waiting, capacity %d; retry shortly", domain.ErrUnavailable, ports.ErrQueueFull, waiting, q.capacity)
 	}
 	q.rides += len(rides)
-	if q.linger > 0 {
-		wake := q.gather(rides)
-		q.mu.Unlock()
-		if wake {
-			q.signal()
-		}
-		return nil // no WaitForAck: nobody waits
-	}
 	if q.handOver(m) {
 		q.mu.Unlock()
 	} else {
@@ -160,33 +126,10 @@ func (q *Queue) Publish(ctx context.Context, rides []domain.LiftRide) error {
 	}
 }
 
-// gather adds the rides of one Publish to the open message, or opens one
-// with them (a copy: the caller's slice is not appended to); wake says the
-// delivery loop has something new to do: time a new message's window, or
-// send a full one. Called with mu held.
-func (q *Queue) gather(rides []domain.LiftRide) (wake bool) {
-	if q.open {
-		last := &q.ready[len(q.ready)-1]
-		if len(last.rides)+len(rides) <= q.maxRides {
-			last.rides = append(last.rides, rides...)
-			q.open = len(last.rides) < q.maxRides
-			return !q.open
-		}
-		q.open, wake = false, true // full: it goes now; these rides open the next
-	}
-	m := message{rides: append(make([]domain.LiftRide, 0, max(len(rides), 16)), rides...)}
-	q.ready = append(q.ready, m)
-	if len(rides) < q.maxRides {
-		q.open, q.sealAt = true, time.Now().Add(q.linger)
-	}
-	return true
-}
-
 // handOver delivers m at once, from the publisher's goroutine, when no
 // message is ahead of it (none ready, none in the delivery loop's hands) and
 // the delivery channel has room: the persister then gets the ride without a
-// hop through the loop's goroutine (a POST in memory mode cost about 1 µs
-// less CPU, docs/benchmarks.md). Order is kept: anything ahead of m goes
+// hop through the loop's goroutine. Order is kept: anything ahead of m goes
 // through the loop, and so does m. Called with mu held.
 func (q *Queue) handOver(m message) bool {
 	if q.out == nil || len(q.ready) > 0 || q.handing {
@@ -218,20 +161,13 @@ func (q *Queue) Deliveries(ctx context.Context) (<-chan ports.Delivery, error) {
 }
 
 // take moves the oldest ready message to unacked. done reports that the
-// queue is closed, empty and settled, so the delivery loop should end;
-// until, that the only message ready is open until then.
-func (q *Queue) take() (d ports.Delivery, ok, done bool, until time.Time) {
+// queue is closed, empty and settled, so the delivery loop should end.
+func (q *Queue) take() (d ports.Delivery, ok, done bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.handing = false // the loop sent (or gave back) what it took before
 	if len(q.ready) == 0 {
-		return d, false, q.closed && len(q.unacked) == 0, until
-	}
-	if q.open && len(q.ready) == 1 {
-		if now := time.Now(); !q.closed && now.Before(q.sealAt) {
-			return d, false, false, q.sealAt
-		}
-		q.open = false
+		return d, false, q.closed && len(q.unacked) == 0
 	}
 	m := q.ready[0]
 	q.ready[0] = message{}
@@ -239,7 +175,7 @@ func (q *Queue) take() (d ports.Delivery, ok, done bool, until time.Time) {
 	q.nextTag++
 	q.unacked[q.nextTag] = m
 	q.handing = true
-	return ports.Delivery{Rides: m.rides, Receipt: q.nextTag}, true, false, until
+	return ports.Delivery{Rides: m.rides, Receipt: q.nextTag}, true, false
 }
 
 func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
@@ -249,24 +185,14 @@ func (q *Queue) deliver(ctx context.Context, out chan<- ports.Delivery) {
 		q.mu.Unlock()
 		close(out)
 	}()
-	sealed := time.NewTimer(time.Hour)
-	sealed.Stop()
-	defer sealed.Stop()
 	for {
-		d, ok, done, until := q.take()
+		d, ok, done := q.take()
 		if done {
 			return
 		}
 		if !ok {
-			var timeUp <-chan time.Time // nil: nothing to time
-			if !until.IsZero() {
-				sealed.Reset(time.Until(until))
-				timeUp = sealed.C
-			}
 			select {
 			case <-q.wake:
-				continue
-			case <-timeUp:
 				continue
 			case <-ctx.Done():
 				return

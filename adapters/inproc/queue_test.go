@@ -130,18 +130,7 @@ func TestWaitForAckCallerGivingUpLeavesTheRideQueued(t *testing.T) {
 // queued behind others (the channel is full), deliveries keep the order of
 // publishing.
 func TestMessagesAreDeliveredInTheOrderPublished(t *testing.T) {
-	forEachShape(t, testDeliveredInTheOrderPublished)
-}
-
-// forEachShape runs a test against a queue whose messages are each one
-// publish, and one that gathers them.
-func forEachShape(t *testing.T, test func(t *testing.T, opts ...inproc.Option)) {
-	t.Run("a message a publish", func(t *testing.T) { test(t) })
-	t.Run("gathered", func(t *testing.T) { test(t, inproc.Gather(50, time.Millisecond)) })
-}
-
-func testDeliveredInTheOrderPublished(t *testing.T, opts ...inproc.Option) {
-	q := inproc.New(1000, opts...)
+	q := inproc.New(1000)
 	ch, err := q.Deliveries(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -178,11 +167,7 @@ func testDeliveredInTheOrderPublished(t *testing.T, opts ...inproc.Option) {
 // sends to it after that, which would panic), and every ride published is
 // still counted by the queue: delivered and unsettled, or ready.
 func TestDeliveriesStoppingWhilePublishingLosesNothing(t *testing.T) {
-	forEachShape(t, testStoppingWhilePublishing)
-}
-
-func testStoppingWhilePublishing(t *testing.T, opts ...inproc.Option) {
-	q := inproc.New(100_000, opts...)
+	q := inproc.New(100_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // cancelled by the first publisher half-way; this for an early t.Fatal
 	ch, err := q.Deliveries(ctx)
@@ -269,146 +254,4 @@ func closedOrNot(ch <-chan ports.Delivery) <-chan bool {
 		out <- ok
 	}()
 	return out
-}
-
-// gatheringQueue is a queue that gathers rides into messages of at most
-// maxRides over linger, and its deliveries.
-func gatheringQueue(t *testing.T, maxRides int, linger time.Duration, opts ...inproc.Option) (*inproc.Queue, <-chan ports.Delivery) {
-	t.Helper()
-	q := inproc.New(1000, append(opts, inproc.Gather(maxRides, linger))...)
-	ch, err := q.Deliveries(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q, ch
-}
-
-func publishEach(t *testing.T, q *inproc.Queue, rides []domain.LiftRide) {
-	t.Helper()
-	for i := range rides {
-		if err := q.Publish(context.Background(), rides[i:i+1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// noDelivery fails the test if a delivery is waiting on ch.
-func noDelivery(t *testing.T, ch <-chan ports.Delivery, why string) {
-	t.Helper()
-	select {
-	case d := <-ch:
-		t.Fatalf("a delivery of %d rides while %s", len(d.Rides), why)
-	default:
-	}
-}
-
-func sameRides(t *testing.T, got, want []domain.LiftRide) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("a delivery of %d rides; want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("ride %d of the delivery is %s; want %s", i, got[i].Key(), want[i].Key())
-		}
-	}
-}
-
-// TestGatheredRidesGoAsOneMessageOnceFull: with Gather, rides of separate
-// publishes become one message, in order, sent as soon as it holds
-// maxRides; the callers' slices are copied, not appended to.
-func TestGatheredRidesGoAsOneMessageOnceFull(t *testing.T) {
-	q, ch := gatheringQueue(t, 3, time.Hour)
-	rides := queuetest.Rides(4, 1)
-	first := append(make([]domain.LiftRide, 0, 3), rides[0]) // room behind its ride
-	if err := q.Publish(context.Background(), first); err != nil {
-		t.Fatal(err)
-	}
-	publishEach(t, q, rides[1:3])
-	d := nextDelivery(t, ch)
-	sameRides(t, d.Rides, rides[:3])
-	if behind := first[1:3]; behind[0] != (domain.LiftRide{}) || behind[1] != (domain.LiftRide{}) {
-		t.Fatal("gathering appended to a publisher's slice")
-	}
-	if err := q.Publish(context.Background(), rides[3:]); err != nil {
-		t.Fatal(err)
-	}
-	noDelivery(t, ch, "a message of one ride of three is open for an hour")
-	if err := q.Ack(context.Background(), []ports.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
-	if depth, err := q.Depth(context.Background()); err != nil || depth != (ports.QueueDepth{Messages: 1, Rides: 1}) {
-		t.Fatalf("depth after acking the gathered message: %+v, %v; want the open one (1 message, 1 ride)", depth, err)
-	}
-}
-
-// TestAGatheredMessageGoesWhenItsWindowEnds: an open message is sent once
-// linger has passed since its first ride, without another publish.
-func TestAGatheredMessageGoesWhenItsWindowEnds(t *testing.T) {
-	q, ch := gatheringQueue(t, 100, 10*time.Millisecond)
-	rides := queuetest.Rides(1, 1)
-	publishEach(t, q, rides)
-	sameRides(t, nextDelivery(t, ch).Rides, rides)
-}
-
-// TestCloseSendsTheOpenMessage: Close does not wait for the window, and a
-// publish too big for the open message sends it and opens the next (a
-// publish of maxRides or more goes at once, alone).
-func TestCloseSendsTheOpenMessage(t *testing.T) {
-	q, ch := gatheringQueue(t, 3, time.Hour)
-	rides := queuetest.Rides(7, 1)
-	if err := q.Publish(context.Background(), rides[:2]); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Publish(context.Background(), rides[2:4]); err != nil {
-		t.Fatal(err)
-	}
-	sameRides(t, nextDelivery(t, ch).Rides, rides[:2])
-	if err := q.Publish(context.Background(), rides[4:7]); err != nil {
-		t.Fatal(err)
-	}
-	sameRides(t, nextDelivery(t, ch).Rides, rides[2:4])
-	sameRides(t, nextDelivery(t, ch).Rides, rides[4:7])
-	if err := q.Publish(context.Background(), rides[:1]); err != nil {
-		t.Fatal(err)
-	}
-	noDelivery(t, ch, "a message of one ride of three is open for an hour")
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sameRides(t, nextDelivery(t, ch).Rides, rides[:1])
-}
-
-// TestAGatheredMessageNackedIsRedeliveredWhole: a nack hands every ride of
-// the gathered message back, delivered again before newer rides.
-func TestAGatheredMessageNackedIsRedeliveredWhole(t *testing.T) {
-	q, ch := gatheringQueue(t, 2, time.Hour)
-	rides := queuetest.Rides(4, 1)
-	publishEach(t, q, rides[:2])
-	d := nextDelivery(t, ch)
-	publishEach(t, q, rides[2:])
-	next := nextDelivery(t, ch)
-	if err := q.Nack(context.Background(), []ports.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Ack(context.Background(), []ports.Delivery{next}); err != nil {
-		t.Fatal(err)
-	}
-	sameRides(t, nextDelivery(t, ch).Rides, rides[:2])
-}
-
-// TestGatherHasNoEffectWithWaitForAck: a publisher that waits for the store
-// has its ride delivered at once, alone.
-func TestGatherHasNoEffectWithWaitForAck(t *testing.T) {
-	q, ch := gatheringQueue(t, 10, time.Hour, inproc.WaitForAck())
-	ride := queuetest.Rides(1, 1)[0]
-	res := publishAsync(context.Background(), q, ride)
-	d := nextDelivery(t, ch)
-	sameRides(t, d.Rides, []domain.LiftRide{ride})
-	if err := q.Ack(context.Background(), []ports.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
-	if err := result(t, res); err != nil {
-		t.Fatal(err)
-	}
 }

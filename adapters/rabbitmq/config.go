@@ -60,19 +60,12 @@ type Config struct {
 	// publishes are spread over, and the most batch messages in flight
 	// (published, not yet confirmed) over all shards. Default 8.
 	PublishChannels int
-	// PublishBatch is the most rides one message carries: rides published
-	// at the same time to one shard share a message and its confirm.
-	// Default 256, at most 4096. 1 means one ride per message, and then at
-	// most PublishChannels rides in flight: slower than before group commit.
+	// PublishBatch is the most rides in a message the adapter makes itself
+	// (DLQReplay's), as the ingest's group commit is told for the messages
+	// it makes of POSTed rides, so that every message is settled and
+	// redelivered in pieces of the same size. Default 256, at most
+	// MaxPublishBatch (what Publish takes in one message).
 	PublishBatch int
-	// PublishLinger is how long a batch waits for more rides once it has a
-	// free in-flight slot. Default 0: it goes at once, and batches grow only
-	// while every slot is busy (so light load pays no latency for it).
-	PublishLinger time.Duration
-	// PublishLingerGap ends a batch's linger early once no ride has joined
-	// it for this long and it holds at least half as many rides as the last
-	// message. Default 0: the batch lingers the whole PublishLinger.
-	PublishLingerGap time.Duration
 	// PublishTimeout bounds one Publish, confirm included, when the caller's
 	// context allows longer. Default 5s.
 	PublishTimeout time.Duration
@@ -113,7 +106,6 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"Shards", int64(c.Shards)}, {"Prefetch", int64(c.Prefetch)}, {"MaxLength", int64(c.MaxLength)},
 		{"PublishChannels", int64(c.PublishChannels)}, {"PublishBatch", int64(c.PublishBatch)},
-		{"PublishLinger", int64(c.PublishLinger)}, {"PublishLingerGap", int64(c.PublishLingerGap)},
 		{"PublishTimeout", int64(c.PublishTimeout)},
 		{"ReconnectMaxInterval", int64(c.ReconnectMaxInterval)},
 	} {

@@ -37,15 +37,19 @@ type Config struct {
 	// "password"): read at start and again when the broker refuses it,
 	// and never written anywhere.
 	AMQPPasswordSecret string
-	Persister          app.PersisterConfig
-	ShutdownTimeout    time.Duration
-	HTTP               HTTPConfig
-	LogFormat          string
-	LogLevel           string
-	Catalog            app.CatalogConfig
-	Postgres           postgres.Config
-	Dynamo             dynamo.Config
-	Admission          app.AdmissionConfig
+	// Publish is the group commit's (--publish-*): the API side's batcher,
+	// as Persister is the consumer side's. A queue's driver entry says how
+	// it applies to that queue (QueueDriver.GroupCommit).
+	Publish         app.PublishConfig
+	Persister       app.PersisterConfig
+	ShutdownTimeout time.Duration
+	HTTP            HTTPConfig
+	LogFormat       string
+	LogLevel        string
+	Catalog         app.CatalogConfig
+	Postgres        postgres.Config
+	Dynamo          dynamo.Config
+	Admission       app.AdmissionConfig
 	// TrustForwardedFor takes a ride's client from the last
 	// X-Forwarded-For entry (behind a load balancer that appends it), not
 	// from the connection, for the per-client rate limit.
@@ -107,16 +111,14 @@ func DefaultConfig() Config {
 		QueueCapacity: 100_000,
 		AMQP: rabbitmq.Config{
 			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
-			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishBatch: 256, PublishTimeout: 5 * time.Second,
-			// The batching study (docs/benchmarks.md): at 8,000 rides/s,
-			// 5 ms of linger cut the CPU per ride of all four processes
-			// from ~156 to ~104 µs (the broker's from ~60 to ~18) and the
-			// POST's p99 from 20-40 ms to ~13 ms. The gap ends the linger
-			// of a burst that has all arrived: 200 concurrent clients,
-			// closed loop, sent 12.7-14.5k POSTs/s with it, 10.1-11.0k
-			// without.
-			PublishLinger: 5 * time.Millisecond, PublishLingerGap: time.Millisecond,
+			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishTimeout: 5 * time.Second,
 		},
+		// A short linger makes fuller messages, so a broker's confirm (an
+		// append and an fsync) is shared by more rides, for a few ms of
+		// POST latency; the gap lets a burst of concurrent POSTs that has
+		// all arrived go without waiting out the linger (the batching
+		// study in docs/benchmarks.md chose both).
+		Publish:         app.PublishConfig{MaxRides: 256, Linger: 5 * time.Millisecond, LingerGap: time.Millisecond},
 		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
 		ShutdownTimeout: 30 * time.Second,
 		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second, Server: ServerNetHTTP},
@@ -154,9 +156,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue (-1: no limit)")
 	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
-	fs.IntVar(&c.AMQP.PublishBatch, "amqp-publish-batch", c.AMQP.PublishBatch, "most rides published together in one RabbitMQ message (group commit; 1: one ride per message, at most --amqp-publish-channels in flight)")
-	fs.DurationVar(&c.AMQP.PublishLinger, "amqp-publish-linger", c.AMQP.PublishLinger, "how long a RabbitMQ batch waits for more rides once it could go (0: never waits)")
-	fs.DurationVar(&c.AMQP.PublishLingerGap, "amqp-publish-linger-gap", c.AMQP.PublishLingerGap, "a lingering RabbitMQ batch goes early once no ride has joined it for this long and it holds at least half as many rides as the last: a burst of concurrent POSTs goes as soon as it has arrived (0: lingers the whole --amqp-publish-linger)")
+	fs.IntVar(&c.Publish.MaxRides, "publish-batch", c.Publish.MaxRides, "group commit: most rides POSTed together that share one queue message and its confirm (--queue rabbitmq; 1: one ride per message)")
+	fs.DurationVar(&c.Publish.Linger, "publish-linger", c.Publish.Linger, "group commit: how long a message waits for more rides once it could go (0: never waits)")
+	fs.DurationVar(&c.Publish.LingerGap, "publish-linger-gap", c.Publish.LingerGap, "group commit: a lingering message goes early once no ride has joined it for this long and it holds at least half as many rides as the last: a burst of concurrent POSTs goes as soon as it has arrived (0: lingers the whole --publish-linger)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch (1 to "+strconv.Itoa(MaxBatchSize)+")")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
 	fs.DurationVar(&c.Persister.RetryFor, "batch-retry-for", c.Persister.RetryFor, "how long a batch failing with an unexpected error is retried before it goes back to the queue (an unavailable store is retried until it is back; 0: not retried)")

@@ -23,7 +23,7 @@ import (
 var commonSet = wire.NewSet(
 	NewLogger,
 	prom.New, wire.Bind(new(ports.Metrics), new(*prom.Metrics)),
-	wire.Struct(new(Deps), "*"),
+	wire.Struct(new(Deps), "Config", "Metrics", "Region", "Log"),
 	OpenStore, wire.FieldsOf(new(OpenedStore), "Rides", "Resorts"),
 	OpenQueue, wire.FieldsOf(new(OpenedQueue), "Queue"),
 	wire.Bind(new(ports.Subscriber), new(Queue)), wire.Bind(new(ports.QueueStats), new(Queue)),
@@ -37,7 +37,7 @@ var commonSet = wire.NewSet(
 var apiSet = wire.NewSet(
 	wire.FieldsOf(new(Config), "Catalog", "Admission", "Query"),
 	app.NewCatalog,
-	publisherOf, wire.FieldsOf(new(OpenedQueue), "Publish"), app.NewIngest,
+	publisherOf, groupCommitOf, app.NewIngest,
 	app.NewQuery,
 	newAPIHandler,
 )
@@ -52,30 +52,33 @@ func newHealth(s OpenedStore, q OpenedQueue, c OpenedCache, stats ports.QueueSta
 	return app.NewHealth(stats, log, []app.Probe{s.Probe, q.Probe}, c.Probe)
 }
 
-// persisterConfig is --batch-* and --persist-writers. With an in-process
-// queue the persister does not linger: when the queue's publishers wait for
-// the store, lingering would only delay every 201; when they do not, the
-// queue gathers the rides of each batch into one message itself (the same
-// --batch-size and --batch-linger), so the persister is woken once a batch
-// rather than once a POST.
+// persisterConfig is --batch-* and --persist-writers; the persister does
+// not linger when every ride it holds has a POST waiting for the store
+// (Config.postWaitsForStore): lingering would only delay every 201, and
+// rides that arrive during a write form the next batch anyway.
 func persisterConfig(cfg Config) app.PersisterConfig {
 	pc := cfg.Persister
-	if cfg.Queue == "inproc" {
+	if cfg.postWaitsForStore() {
 		pc.Linger = 0
 	}
 	return pc
 }
 
-// publisherOf puts the circuit breaker in front of the queue, except in
-// front of an in-process queue that does not wait for the store: that
-// queue refuses a publish only when it is full (backpressure, which the
-// breaker does not count) or the process is stopping, so a breaker there
-// could never open, and it cost a POST about 1 µs of CPU
-// (docs/benchmarks.md).
-func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
-	if cfg.Queue == "inproc" && !inprocWaitsForStore(cfg) {
-		return q
+// groupCommitOf is how the ingest's group commit publishes to the queue
+// the configuration names (QueueDriver.GroupCommit); a queue without one
+// takes each ride at once, alone.
+func groupCommitOf(cfg Config) app.PublishConfig {
+	if gc := queueDriver(cfg.Queue).GroupCommit; gc != nil {
+		return gc(cfg)
 	}
+	return app.PublishConfig{}
+}
+
+// publisherOf puts the circuit breaker in front of the queue, whatever the
+// queue: one that can only be full (backpressure, which the breaker does
+// not count) or stopping never opens it, and one that can fail is
+// guarded without a list of which can.
+func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.Publisher {
 	bc := cfg.Breaker
 	bc.OnStateChange = func(from, to string) {
 		m.BreakerState(to)

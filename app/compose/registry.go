@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/skidata/skidata/adapters/awssecrets"
 	"github.com/skidata/skidata/adapters/dynamo"
@@ -32,6 +35,10 @@ type Deps struct {
 	Metrics ports.Metrics
 	Region  RegionSource
 	Log     *slog.Logger
+	// PublishWaitsForStore is set by OpenQueue from the drivers' entries
+	// (Config.postWaitsForStore): a queue that is not durable then answers
+	// a publish only once the store holds its rides.
+	PublishWaitsForStore bool
 }
 
 // RegionSource says which AWS region to use; the ec2 environment may have
@@ -47,12 +54,36 @@ type OpenedStore struct {
 	Probe   app.Probe
 }
 
-// StoreDriver is one way to keep rides and resorts (--store NAME).
+// StoreDriver is one way to keep rides and resorts (--store NAME). What
+// the service does differently from one store to another is said here, by
+// the entry's fields, never by testing its name.
 type StoreDriver struct {
 	Name string
+	// Durable says the store keeps its rides when this process ends.
+	// Behind a queue that does not (QueueDriver.Durable), a POST then waits
+	// for the store (Config.postWaitsForStore); `skiapi seed` refuses a
+	// store that is not durable.
+	Durable bool
 	// Check reports settings this store needs that are missing; nil: none.
 	Check func(Config) error
 	Open  func(ctx context.Context, deps Deps) (OpenedStore, func(), error)
+	// Migrate applies the store's pending schema migrations and returns
+	// the version reached (`skiapi migrate`); nil: it has no schema of its
+	// own to migrate.
+	Migrate func(ctx context.Context, c Config) (version int, err error)
+	// Tables creates and describes the store's tables (`skiapi tables`);
+	// nil: it has none to manage.
+	Tables *TableCommands
+}
+
+// TableCommands are what `skiapi tables create|describe` do to a store's
+// tables.
+type TableCommands struct {
+	// Create creates the tables and indexes the store needs and returns
+	// once they are usable; tables that exist are left as they are.
+	Create func(ctx context.Context, c Config) error
+	// Describe reports the tables as the store's service sees them.
+	Describe func(ctx context.Context, c Config) (string, error)
 }
 
 // Queue is what every queue adapter is: publisher, subscriber and depth
@@ -63,23 +94,49 @@ type Queue interface {
 	ports.QueueStats
 }
 
-// QueueDriver is one queue between the API and the persister (--queue NAME).
+// QueueDriver is one queue between the API and the persister (--queue
+// NAME). As for stores, what differs from one queue to another is said by
+// the entry's fields.
 type QueueDriver struct {
 	Name string
 	// Shared says whether processes other than this one can reach it, which
 	// the api and consumer roles need.
 	Shared bool
-	Check  func(Config) error
-	Open   func(ctx context.Context, deps Deps) (OpenedQueue, func(), error)
+	// Durable says a message the queue has taken survives a crash of this
+	// process. In front of a durable store, a queue that is not makes each
+	// POST wait until the store holds its ride (Config.postWaitsForStore),
+	// so that a 201 means the same whatever the queue.
+	Durable bool
+	// GroupCommit is how the ingest use case's group commit publishes to
+	// this queue, from the configuration (Config.Publish: --publish-batch,
+	// --publish-linger, --publish-linger-gap) and the queue's own bounds:
+	// how many messages it takes in flight at once, and how many rides one
+	// message holds. A queue that bills per request can fill its messages
+	// to what one holds (for SQS, the rides that fit in 64 KiB) in place
+	// of --publish-batch. nil: the queue gains nothing from fuller
+	// messages, and each ride goes at once, alone.
+	GroupCommit func(Config) app.PublishConfig
+	Check       func(Config) error
+	Open        func(ctx context.Context, deps Deps) (OpenedQueue, func(), error)
+	// DeadLetters opens the queue's dead-letter queue (`skiapi dlq`); nil:
+	// the queue keeps none.
+	DeadLetters func(ctx context.Context, c Config) (DeadLetterQueue, func(), error)
 }
 
-// OpenedQueue is an opened queue, its readiness check (zero Check: the
-// queue is in this process) and how the ingest use case's group commit
-// publishes to it.
+// DeadLetterQueue is where a queue keeps the rides it gave up on.
+type DeadLetterQueue interface {
+	// DLQList returns up to limit dead letters without removing them.
+	DLQList(ctx context.Context, limit int) ([]rabbitmq.DeadLetter, error)
+	// DLQReplay moves every readable dead letter back to the ride queue
+	// and returns how many rides it moved.
+	DLQReplay(ctx context.Context) (int, error)
+}
+
+// OpenedQueue is an opened queue and its readiness check (zero Check: the
+// queue is in this process).
 type OpenedQueue struct {
-	Queue   Queue
-	Probe   app.Probe
-	Publish app.PublishConfig
+	Queue Queue
+	Probe app.Probe
 }
 
 // CacheDriver is one cache for GET queries (--cache NAME); Open returns a
@@ -100,13 +157,16 @@ type OpenedCache struct {
 // data model the dynamo adapter has.
 var StoreDrivers = append([]StoreDriver{
 	{Name: "memory", Open: openMemory},
-	{Name: "postgres", Check: checkPostgres, Open: openPostgres},
+	{Name: "postgres", Durable: true, Check: checkPostgres, Open: openPostgres, Migrate: migratePostgres},
 }, dynamoDrivers()...)
 
 // QueueDrivers lists the queues.
 var QueueDrivers = []QueueDriver{
 	{Name: "inproc", Open: openInproc},
-	{Name: "rabbitmq", Shared: true, Check: checkRabbitMQ, Open: openRabbitMQ},
+	{
+		Name: "rabbitmq", Shared: true, Durable: true, GroupCommit: rabbitMQGroupCommit,
+		Check: checkRabbitMQ, Open: openRabbitMQ, DeadLetters: openRabbitMQDeadLetters,
+	},
 }
 
 // CacheDrivers lists the caches.
@@ -134,6 +194,20 @@ func namesOf[D any](ds []D, name func(D) string) []string {
 	}
 	return out
 }
+
+// StoreNamesWhere and QueueNamesWhere are the names of the drivers that
+// have a property, for messages that say which to choose.
+func StoreNamesWhere(has func(StoreDriver) bool) []string {
+	return namesOf(slices.DeleteFunc(slices.Clone(StoreDrivers), func(d StoreDriver) bool { return !has(d) }), func(d StoreDriver) string { return d.Name })
+}
+func QueueNamesWhere(has func(QueueDriver) bool) []string {
+	return namesOf(slices.DeleteFunc(slices.Clone(QueueDrivers), func(d QueueDriver) bool { return !has(d) }), func(d QueueDriver) string { return d.Name })
+}
+
+// StoreOf and QueueOf are the drivers the configuration names (a zero
+// driver for a name not registered, which Validate refuses).
+func StoreOf(c Config) StoreDriver { return storeDriver(c.Store) }
+func QueueOf(c Config) QueueDriver { return queueDriver(c.Queue) }
 
 // storeDriver, queueDriver and cacheDriver look a name up; Validate has
 // checked it, so a miss is a zero driver that fails when opened.
@@ -175,6 +249,7 @@ func OpenStore(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
 
 // OpenQueue opens the queue the configuration names.
 func OpenQueue(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
+	deps.PublishWaitsForStore = deps.Config.postWaitsForStore()
 	return queueDriver(deps.Config.Queue).Open(ctx, deps)
 }
 
@@ -186,6 +261,17 @@ func OpenCache(ctx context.Context, deps Deps) (OpenedCache, func(), error) {
 
 func openMemory(context.Context, Deps) (OpenedStore, func(), error) {
 	return OpenedStore{Rides: memory.NewRideStore(), Resorts: memory.NewResortStore()}, func() {}, nil
+}
+
+// postWaitsForStore says whether a POST is answered only once the store
+// holds its ride: when the store outlives this process and the queue does
+// not. A 201 then means the ride survives a crash, as it does with a
+// durable queue. The memory store dies with the process, so waiting for
+// it would buy nothing. It is the one place this is decided: the queue
+// (told by OpenQueue) waits for the persister's ack, and the persister
+// does not linger, since every ride it holds has a POST waiting for it.
+func (c Config) postWaitsForStore() bool {
+	return storeDriver(c.Store).Durable && !queueDriver(c.Queue).Durable
 }
 
 func checkPostgres(c Config) error {
@@ -205,23 +291,60 @@ func openPostgres(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
 	return OpenedStore{Rides: db.Rides(), Resorts: db.Resorts(), Probe: app.Probe{Name: "postgres", Check: db.Ping}}, db.Close, nil
 }
 
+// migratePostgres migrates the database (opening it does) and reads the
+// version back, so the answer is what the database holds, not what this
+// binary hoped to apply.
+func migratePostgres(ctx context.Context, c Config) (int, error) {
+	db, err := postgres.Open(ctx, c.Postgres)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	return db.SchemaVersion(ctx)
+}
+
 // dynamoDrivers is one store per DynamoDB data model: dynamo-<model>.
 func dynamoDrivers() []StoreDriver {
 	var out []StoreDriver
 	for _, model := range dynamo.Models {
-		out = append(out, StoreDriver{Name: DynamoStorePrefix + model, Open: openDynamo})
+		out = append(out, StoreDriver{Name: dynamoStorePrefix + model, Durable: true, Open: openDynamo, Tables: &dynamoTables})
 	}
 	return out
 }
 
-// DynamoStorePrefix starts the name of every DynamoDB store.
-const DynamoStorePrefix = "dynamo-"
+// dynamoStorePrefix starts the name of every DynamoDB store.
+const dynamoStorePrefix = "dynamo-"
+
+// dynamoTables are every DynamoDB model's tables: on-demand billing.
+var dynamoTables = TableCommands{
+	Create: func(ctx context.Context, c Config) error {
+		client, dc, err := dynamoClient(ctx, c)
+		if err != nil {
+			return err
+		}
+		return dynamo.CreateTables(ctx, client, dc.TablePrefix, dc.Model)
+	},
+	Describe: func(ctx context.Context, c Config) (string, error) {
+		client, dc, err := dynamoClient(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		return dynamo.DescribeTables(ctx, client, dc.TablePrefix, dc.Model)
+	},
+}
+
+// dynamoClient is the client of a one-shot command on the tables.
+func dynamoClient(ctx context.Context, c Config) (*dynamodb.Client, dynamo.Config, error) {
+	dc := c.DynamoConfig()
+	client, err := dynamo.NewClient(ctx, dc)
+	return client, dc, err
+}
 
 // DynamoConfig is the DynamoDB adapter's configuration for the store the
 // configuration names: the model is the store name's suffix.
 func (c Config) DynamoConfig() dynamo.Config {
 	dc := c.Dynamo
-	dc.Model = strings.TrimPrefix(c.Store, DynamoStorePrefix)
+	dc.Model = strings.TrimPrefix(c.Store, dynamoStorePrefix)
 	return dc
 }
 
@@ -259,24 +382,16 @@ func openDynamo(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
 	return OpenedStore{Rides: rides, Resorts: resorts, Probe: app.Probe{Name: "dynamodb", Check: resorts.Ping}}, func() {}, nil
 }
 
-// inprocWaitsForStore says whether the in-process queue answers a POST only
-// once the store committed the ride: with any store that outlives the
-// process. The memory store dies with the process and the queue, so
-// waiting would buy no durability and cost latency.
-func inprocWaitsForStore(cfg Config) bool { return cfg.Queue == "inproc" && cfg.Store != "memory" }
-
 func openInproc(_ context.Context, deps Deps) (OpenedQueue, func(), error) {
-	opt := inproc.WaitForAck()
-	if !inprocWaitsForStore(deps.Config) {
-		// The queue gathers each batch (--batch-size, --batch-linger)
-		// instead of the persister: see persisterConfig.
-		opt = inproc.Gather(deps.Config.Persister.BatchSize, deps.Config.Persister.Linger)
+	var opts []inproc.Option
+	if deps.PublishWaitsForStore {
+		opts = append(opts, inproc.WaitForAck())
 	}
-	q := inproc.New(deps.Config.QueueCapacity, opt)
-	// The group commit publishes every ride at once, alone (no bound on
-	// publishes in flight): a ride waiting for the store waits in the
-	// queue, where its capacity bounds it and the depth counts it, and the
-	// persister writes all the rides at hand in one commit.
+	// The queue has no group commit (QueueDriver.GroupCommit is nil): every
+	// ride is published at once, alone, and waits, if it must, in the
+	// queue, where its capacity bounds it and the depth counts it; the
+	// persister makes the batches.
+	q := inproc.New(deps.Config.QueueCapacity, opts...)
 	return OpenedQueue{Queue: q}, func() { _ = q.Close() }, nil
 }
 
@@ -291,7 +406,8 @@ func checkRabbitMQ(c Config) error {
 }
 
 // RabbitMQConfig is the RabbitMQ adapter's configuration: --queue-capacity
-// bounds the ready messages over all shards. The service and the dlq
+// bounds the ready messages over all shards, and --publish-batch the rides
+// of one message (the dead-letter replay's too). The service and the dlq
 // commands must agree on it: RabbitMQ refuses to redeclare a queue with
 // other arguments.
 // With --amqp-password-secret the broker logs in with the secret's
@@ -299,6 +415,7 @@ func checkRabbitMQ(c Config) error {
 func (c Config) RabbitMQConfig(ctx context.Context) (rabbitmq.Config, error) {
 	rc := c.AMQP
 	rc.MaxLength = c.QueueCapacity
+	rc.PublishBatch = c.Publish.MaxRides
 	if c.AMQPPasswordSecret != "" {
 		s, err := awssecrets.New(ctx, awssecrets.Config{SecretID: c.AMQPPasswordSecret})
 		if err != nil {
@@ -329,10 +446,29 @@ func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 	}}
 	// Close lets the persister's last acks through; Disconnect then closes
 	// the connections.
-	// One message in flight per confirm-mode channel; rides that arrive
-	// while all are busy share the next message and its confirm.
-	pc := app.PublishConfig{InFlight: c.PublishChannels, MaxRides: c.PublishBatch, Linger: c.PublishLinger, LingerGap: c.PublishLingerGap}
-	return OpenedQueue{Queue: b, Probe: probe, Publish: pc}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
+	return OpenedQueue{Queue: b, Probe: probe}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
+}
+
+// rabbitMQGroupCommit is --publish-*, with one message in flight per
+// confirm-mode channel: rides that arrive while every channel awaits a
+// confirm share the next message and its confirm.
+func rabbitMQGroupCommit(c Config) app.PublishConfig {
+	pc := c.Publish
+	pc.InFlight = c.AMQP.PublishChannels
+	return pc
+}
+
+// openRabbitMQDeadLetters connects for a one-shot dlq command.
+func openRabbitMQDeadLetters(ctx context.Context, c Config) (DeadLetterQueue, func(), error) {
+	rc, err := c.RabbitMQConfig(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := rabbitmq.Open(ctx, rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { _ = b.Disconnect() }, nil
 }
 
 func openLRU(_ context.Context, deps Deps) (OpenedCache, func(), error) {

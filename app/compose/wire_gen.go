@@ -42,7 +42,7 @@ func buildAll(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 	queue := openedQueue.Queue
 	publisher := publisherOf(queue, cfg, metrics, logger)
 	admissionConfig := cfg.Admission
-	publishConfig := openedQueue.Publish
+	publishConfig := groupCommitOf(cfg)
 	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queue, admissionConfig, publishConfig, metrics, logger)
 	rideStore := openedStore.Rides
 	openedCache, cleanup4, err := OpenCache(ctx, deps)
@@ -105,7 +105,7 @@ func buildAPI(ctx context.Context, cfg Config, region RegionSource) (*Service, f
 	queue := openedQueue.Queue
 	publisher := publisherOf(queue, cfg, metrics, logger)
 	admissionConfig := cfg.Admission
-	publishConfig := openedQueue.Publish
+	publishConfig := groupCommitOf(cfg)
 	ingest, cleanup3 := app.NewIngest(ctx, catalog, publisher, queue, admissionConfig, publishConfig, metrics, logger)
 	rideStore := openedStore.Rides
 	openedCache, cleanup4, err := OpenCache(ctx, deps)

@@ -111,7 +111,7 @@ Commands:
             existing resorts keep their seasons. --profile ec2 does not
             seed at start: run this once if you want the demo resorts
   tables create    create the DynamoDB tables and index of --store
-                   `+dynamoStores()+` (with --dynamo-table-prefix),
+                   `+tableStores()+` (with --dynamo-table-prefix),
                    on-demand billing; waits until active; harmless to rerun
   tables describe  print the tables, keys, indexes, status and item counts
   dlq list         print the rides in RabbitMQ's dead-letter queue without
@@ -188,7 +188,7 @@ func serve(args []string, stderr io.Writer) int {
 
 func migrate(args []string, stdout, stderr io.Writer) int {
 	return oneShot("migrate", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		v, err := migratePostgres(ctx, cfg)
+		v, err := migrateStore(ctx, cfg)
 		return fmt.Sprintf("schema at version %d", v), err
 	})
 }
@@ -246,9 +246,9 @@ func tables(args []string, stdout, stderr io.Writer) int {
 	}
 	return oneShot("tables "+sub, args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
 		if sub == "describe" {
-			return describeDynamoTables(ctx, cfg)
+			return describeTables(ctx, cfg)
 		}
-		if err := createDynamoTables(ctx, cfg); err != nil {
+		if err := createTables(ctx, cfg); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("tables of %s (prefix %q) are active", cfg.Store, cfg.Dynamo.TablePrefix), nil
@@ -306,13 +306,7 @@ func printConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// dynamoStores is the DynamoDB stores of the registry, a|b|c.
-func dynamoStores() string {
-	var names []string
-	for _, n := range compose.StoreNames() {
-		if strings.HasPrefix(n, "dynamo-") {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, "|")
+// tableStores is the stores of the registry that have tables to manage, a|b|c.
+func tableStores() string {
+	return strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Tables != nil }), "|")
 }

@@ -133,6 +133,7 @@ func TestUsageErrorsAreOneLineWithASuggestion(t *testing.T) {
 	}{
 		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen :9090?"}},
 		{[]string{"--bach-size", "10"}, []string{"--bach-size", "did you mean --batch-size?"}},
+		{[]string{"--amqp-publish-linger", "10ms"}, []string{"--amqp-publish-linger", "not a flag", "did you mean --publish-linger 10ms?"}},
 		{[]string{"--batch-size", "ten"}, []string{`--batch-size "ten"`, "whole number"}},
 		{[]string{"--batch-linger", "5"}, []string{`--batch-linger "5"`, "duration", "5ms"}},
 		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen :8080?"}},

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/skidata/skidata/adapters/dynamo"
-	"github.com/skidata/skidata/adapters/postgres"
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
@@ -28,54 +24,52 @@ type usageError struct{ err error }
 func (u usageError) Error() string   { return u.err.Error() }
 func (u usageError) Unwrap() []error { return []error{errUsage, u.err} }
 
-// createDynamoTables creates the tables and the index the configured
-// DynamoDB store needs (`skiapi tables create`): on-demand billing, and it
-// returns once they are active. Tables that exist are left as they are, so
-// running it again is harmless.
-func createDynamoTables(ctx context.Context, cfg compose.Config) error {
-	client, dc, err := dynamoForCommand(ctx, cfg)
+// tablesOf is the table commands of the store cfg names (`skiapi
+// tables`): only a store with tables to manage has them.
+func tablesOf(cfg compose.Config) (*compose.TableCommands, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, usageErr(err)
+	}
+	t := compose.StoreOf(cfg).Tables
+	if t == nil {
+		return nil, usageErr(fmt.Errorf("--store %s has no DynamoDB tables; use one of --store %s", cfg.Store, strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Tables != nil }), "|")))
+	}
+	return t, nil
+}
+
+// createTables creates the tables and the index the configured store
+// needs (`skiapi tables create`) and returns once they are active. Tables
+// that exist are left as they are, so running it again is harmless.
+func createTables(ctx context.Context, cfg compose.Config) error {
+	t, err := tablesOf(cfg)
 	if err != nil {
 		return err
 	}
-	return dynamo.CreateTables(ctx, client, dc.TablePrefix, dc.Model)
+	return t.Create(ctx, cfg)
 }
 
-// describeDynamoTables returns what DynamoDB reports about the configured
-// store's tables (`skiapi tables describe`): status, keys, indexes, billing
-// and its (approximate, six-hourly) item counts.
-func describeDynamoTables(ctx context.Context, cfg compose.Config) (string, error) {
-	client, dc, err := dynamoForCommand(ctx, cfg)
+// describeTables returns what the store's service reports about its
+// tables (`skiapi tables describe`): for DynamoDB status, keys, indexes,
+// billing and its (approximate, six-hourly) item counts.
+func describeTables(ctx context.Context, cfg compose.Config) (string, error) {
+	t, err := tablesOf(cfg)
 	if err != nil {
 		return "", err
 	}
-	return dynamo.DescribeTables(ctx, client, dc.TablePrefix, dc.Model)
+	return t.Describe(ctx, cfg)
 }
 
-// dynamoForCommand is the client a one-shot command uses; the tables only
-// mean something for a DynamoDB store, and which tables depends on its model.
-func dynamoForCommand(ctx context.Context, cfg compose.Config) (*dynamodb.Client, dynamo.Config, error) {
+// migrateStore applies the pending migrations to the store cfg names and
+// returns the schema version reached (`skiapi migrate`).
+func migrateStore(ctx context.Context, cfg compose.Config) (int, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, dynamo.Config{}, usageErr(err)
-	}
-	if !strings.HasPrefix(cfg.Store, compose.DynamoStorePrefix) {
-		return nil, dynamo.Config{}, usageErr(fmt.Errorf("--store %s has no DynamoDB tables; use one of --store %s%s", cfg.Store, compose.DynamoStorePrefix, strings.Join(dynamo.Models, "|"+compose.DynamoStorePrefix)))
-	}
-	dc := cfg.DynamoConfig()
-	client, err := dynamo.NewClient(ctx, dc)
-	return client, dc, err
-}
-
-// migratePostgres applies the pending migrations to the database cfg names
-// and returns the schema version reached (`skiapi migrate`). Opening the
-// database migrates it; the version is read back so the answer is what the
-// database holds, not what this binary hoped to apply.
-func migratePostgres(ctx context.Context, cfg compose.Config) (int, error) {
-	db, err := openForCommand(ctx, cfg)
-	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	return db.SchemaVersion(ctx)
+	migrate := compose.StoreOf(cfg).Migrate
+	if migrate == nil {
+		return 0, fmt.Errorf("--store %s has nothing to migrate; use --store %s", cfg.Store, strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Migrate != nil }), "|"))
+	}
+	return migrate(ctx, cfg)
 }
 
 // seedStore loads the demo resorts into the store cfg names (`skiapi
@@ -86,8 +80,8 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	if cfg.Store == "memory" {
-		return 0, usageErr(fmt.Errorf("--store memory keeps nothing after the command; seed a store that lasts: --store postgres or one of the dynamo-* stores"))
+	if !compose.StoreOf(cfg).Durable {
+		return 0, usageErr(fmt.Errorf("--store %s keeps nothing after the command; seed a store that lasts: --store %s", cfg.Store, strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Durable }), "|")))
 	}
 	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
@@ -104,25 +98,13 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 	return len(rs), nil
 }
 
-// openForCommand opens (and so migrates) the database for a one-shot
-// command; migrate and seed only mean something for a database.
-func openForCommand(ctx context.Context, cfg compose.Config) (*postgres.DB, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.Store != "postgres" {
-		return nil, fmt.Errorf("--store %s has nothing to migrate or seed; use --store postgres --database-url ...", cfg.Store)
-	}
-	return postgres.Open(ctx, cfg.Postgres)
-}
-
 // listDeadLetters returns up to limit rides from the dead-letter queue
 // without removing them.
 func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]rabbitmq.DeadLetter, error) {
 	var out []rabbitmq.DeadLetter
-	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+	err := withDeadLetters(ctx, cfg, func(q compose.DeadLetterQueue) error {
 		var err error
-		out, err = b.DLQList(ctx, limit)
+		out, err = q.DLQList(ctx, limit)
 		return err
 	})
 	return out, err
@@ -132,31 +114,28 @@ func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]rabb
 // and returns how many it moved; unreadable ones stay.
 func replayDeadLetters(ctx context.Context, cfg compose.Config) (int, error) {
 	var n int
-	err := withBroker(ctx, cfg, func(b *rabbitmq.Broker) error {
+	err := withDeadLetters(ctx, cfg, func(q compose.DeadLetterQueue) error {
 		var err error
-		n, err = b.DLQReplay(ctx)
+		n, err = q.DLQReplay(ctx)
 		return err
 	})
 	return n, err
 }
 
-// withBroker connects for a one-shot dlq command; there is a dead-letter
-// queue only with --queue rabbitmq.
-func withBroker(ctx context.Context, cfg compose.Config, do func(*rabbitmq.Broker) error) error {
+// withDeadLetters connects to the dead-letter queue for a one-shot dlq
+// command: only a queue that keeps dead letters has one.
+func withDeadLetters(ctx context.Context, cfg compose.Config, do func(compose.DeadLetterQueue) error) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)
 	}
-	if cfg.Queue != "rabbitmq" {
-		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue rabbitmq with the service's --amqp-* flags", cfg.Queue))
+	open := compose.QueueOf(cfg).DeadLetters
+	if open == nil {
+		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue %s with the service's flags for it", cfg.Queue, strings.Join(compose.QueueNamesWhere(func(d compose.QueueDriver) bool { return d.DeadLetters != nil }), "|")))
 	}
-	rc, err := cfg.RabbitMQConfig(ctx)
+	q, closeQueue, err := open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	b, err := rabbitmq.Open(ctx, rc)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = b.Disconnect() }()
-	return do(b)
+	defer closeQueue()
+	return do(q)
 }

@@ -27,6 +27,8 @@ var flagAliases = map[string]string{
 	"port": "listen", "addr": "listen", "address": "listen", "bind": "listen", "http": "listen",
 	"database": "database-url", "db": "database-url", "dsn": "database-url",
 	"amqp": "amqp-url", "rabbitmq-url": "amqp-url", "redis": "redis-url", "region": "dynamo-region",
+	// The group commit's flags were RabbitMQ's before they served every queue.
+	"amqp-publish-batch": "publish-batch", "amqp-publish-linger": "publish-linger", "amqp-publish-linger-gap": "publish-linger-gap",
 }
 
 // usageLine turns an error from parsing flags (fs, given args) into one

@@ -16,9 +16,9 @@ func TestMemoryInprocEndToEnd(t *testing.T) {
 }
 
 // TestMemoryModeWritesRidesInBatchesOfBatchSize: in front of the memory
-// store the in-process queue gathers each batch for the persister: rides
-// POSTed one by one are written as one batch once --batch-size of them
-// have come, however long --batch-linger is.
+// store the persister gathers the rides the in-process queue delivers one
+// by one: rides POSTed one by one are written as one batch once
+// --batch-size of them have come, however long --batch-linger is.
 func TestMemoryModeWritesRidesInBatchesOfBatchSize(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"

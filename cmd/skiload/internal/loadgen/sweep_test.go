@@ -55,7 +55,7 @@ func TestSweepChartDrawsEveryProcessAndPanel(t *testing.T) {
 	var points []SweepPoint
 	for i, linger := range []string{"0s", "5ms", "20ms"} {
 		points = append(points, SweepPoint{
-			Settings: []Setting{{"batch-size", "500"}, {"amqp-publish-linger", linger}},
+			Settings: []Setting{{"batch-size", "500"}, {"publish-linger", linger}},
 			P99Ms:    10 + float64(i), StoreWritesPerRide: 0.01 * float64(i+1),
 			CPU: map[string]float64{"api": 60, "consumer": 7, "beam.smp": 70 - 20*float64(i), "total": 137 - 20*float64(i)},
 		})
