@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -30,16 +29,16 @@ const RetryAfterSeconds = 1
 // README says how clients should retry sooner.
 const RateLimitPolicy = "ingest"
 
+// StatusClientClosedRequest is the status recorded (in /statistics and
+// the metrics) for a request whose client went away before its answer:
+// nginx's 499, which no client sees. It is neither a server error nor a
+// refusal, so it is counted apart from both.
+const StatusClientClosedRequest = 499
+
 // NewHandler returns the whole API as one http.Handler: the generated router
 // with the strict handlers, wrapped in the body limit, latency statistics and
-// JSON errors.
+// JSON errors. Every operation has one way in: its generated route.
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
-	return newHandler(h, log, true)
-}
-
-// newHandler is NewHandler; withDirectRoutes false leaves every route to the
-// generated code alone, for the test that compares the two.
-func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handler {
 	errs := errorWriter{log: log}
 	var middlewares []StrictMiddlewareFunc
 	if h.ClientAddress != nil {
@@ -49,34 +48,19 @@ func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handl
 		RequestErrorHandlerFunc:  errs.requestError,
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
-	rules, err := bodyRules()
-	if err != nil {
-		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
-	}
-	router := checkedRouter{ServeMux: http.NewServeMux(), placed: map[string]bool{}}
-	var fast *direct
-	if withDirectRoutes {
-		fast = &direct{h: h, errs: errs}
-		router.inFront = fast.routes()
-	}
+	mux := http.NewServeMux()
 	HandlerWithOptions(strict, StdHTTPServerOptions{
-		BaseRouter:       router,
+		BaseRouter:       checkedRouter{mux},
 		ErrorHandlerFunc: errs.paramError,
-		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
+		Middlewares:      []MiddlewareFunc{strictBodies(errs)},
 	})
-	for pattern := range router.inFront {
-		if !router.placed[pattern] {
-			panic("httpapi: no generated route " + pattern + " for its direct route to stand in front of") // TestTheDirectRoutesAnswerAsTheGeneratedRoutes builds this handler
-		}
-	}
-	return &instrumented{mux: router.ServeMux, direct: fast, stats: h.Stats}
+	return &instrumented{mux: mux, stats: h.Stats}
 }
 
 // instrumented applies what every request needs, around the router.
 type instrumented struct {
-	mux    *http.ServeMux
-	direct *direct // nil: every request goes through the mux
-	stats  interface {
+	mux   *http.ServeMux
+	stats interface {
 		Observe(route, method string, status int, d time.Duration)
 	}
 }
@@ -91,13 +75,11 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody { // a GET has none to bound
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 	}
-	if s.direct == nil || !s.direct.serveFast(rec, r) {
-		s.mux.ServeHTTP(rec, r)
-	}
-	// The mux (or serveFast) sets r.Pattern ("GET /resorts/{resortID}/seasons")
-	// when a route matched; unmatched requests are not recorded, so that
-	// random paths cannot grow the table. A HEAD is served by its GET route
-	// and recorded as a HEAD of that route.
+	s.mux.ServeHTTP(rec, r)
+	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
+	// route matched; unmatched requests are not recorded, so that random
+	// paths cannot grow the table. A HEAD is served by its GET route and
+	// recorded as a HEAD of that route.
 	if r.Pattern != "" {
 		s.stats.Observe(routeOf(r.Pattern), r.Method, rec.status, time.Since(start))
 	}
@@ -245,13 +227,12 @@ const (
 	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
 )
 
-// requestError answers a body that could not be read, or that the generated
-// code could not decode.
-func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err error) {
+// requestError answers a body that could not be read, or that the strict
+// check or the generated code refused.
+func (e errorWriter) requestError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	var unreadable unreadableBody
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+	var de *domain.Error
 	switch {
 	case errors.As(err, &unreadable) && unreadable.timedOut():
 		w.Header().Set("Connection", "close")
@@ -261,14 +242,8 @@ func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err er
 		writeJSONError(w, http.StatusBadRequest, BodyUnreadableMessage)
 	case errors.As(err, &tooBig):
 		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
-	case errors.As(err, &typ):
-		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("field %s must be %s, got a JSON %s", typ.Field, jsonKind(typ.Type.String()), typ.Value))
-	case errors.Is(err, io.EOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is required (JSON)")
-	case errors.As(err, &syntax):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+syntax.Error())
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
+	case errors.As(err, &de):
+		writeJSONError(w, statusOf(err), de.Msg)
 	default:
 		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
 	}
