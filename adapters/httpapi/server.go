@@ -69,7 +69,7 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, req: r, status: http.StatusOK}
 	if r.ContentLength > MaxBodyBytes {
-		writeJSONError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody { // a GET has none to bound
@@ -93,11 +93,12 @@ func routeOf(pattern string) string {
 	return pattern
 }
 
-// recorder remembers the status, and turns the router's own plain-text 404
-// and 405 answers into JSON ones. The router also redirects a path that is
-// not in canonical form ("/resorts/../resorts", "/.") to its cleaned form;
-// no route of the API is reached that way, so that is a JSON 404 too
-// ("/resorts/1//seasons" is not "/resorts/1/seasons").
+// recorder remembers the status, and turns the router's own plain-text
+// answers into JSON ones: 404 and 405, and the empty 400 to a target of
+// "*". The router also redirects a path that is not in canonical form
+// ("/resorts/../resorts", "/.") to its cleaned form; no route of the API is
+// reached that way, so that is a JSON 404 too ("/resorts/1//seasons" is not
+// "/resorts/1/seasons").
 type recorder struct {
 	http.ResponseWriter
 	req       *http.Request
@@ -108,32 +109,31 @@ type recorder struct {
 func (rw *recorder) WriteHeader(code int) {
 	rw.status = code
 	redirect := code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect
-	// A redirect can only be the router's (no handler redirects), and it
-	// may set Pattern to the route the cleaned path would match.
-	if redirect || rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
-		if code != http.StatusMethodNotAllowed {
-			code = http.StatusNotFound
-			rw.status = code
-			rw.Header().Del("Location")
-		}
-		rw.swallowed = true
-		path := rw.req.URL.Path
-		if path == "" {
-			path = rw.req.RequestURI // CONNECT host:port has no path
-		}
-		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
-		if code == http.StatusMethodNotAllowed {
-			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
-		}
-		rw.Header().Del("X-Content-Type-Options")
-		body, _ := json.Marshal(ResponseMsg{Message: msg})
-		rw.Header().Set("Content-Type", "application/json")
-		rw.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	// Without a Pattern no route ran: the answer is the router's. A
+	// redirect can only be the router's (no handler redirects), and it may
+	// set Pattern to the route the cleaned path would match.
+	if rw.req.Pattern != "" && !redirect {
 		rw.ResponseWriter.WriteHeader(code)
-		_, _ = rw.ResponseWriter.Write(append(body, '\n'))
 		return
 	}
-	rw.ResponseWriter.WriteHeader(code)
+	path := rw.req.URL.Path
+	if path == "" {
+		path = rw.req.RequestURI // CONNECT host:port has no path
+	}
+	var msg string
+	switch code {
+	case http.StatusMethodNotAllowed:
+		msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
+	case http.StatusBadRequest: // the router's answer to a target of "*"
+		msg = fmt.Sprintf("request target %q is not a path; see openapi.yaml for the API's paths", rw.req.RequestURI)
+	default:
+		code, msg = http.StatusNotFound, fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
+		rw.status = code
+		rw.Header().Del("Location")
+	}
+	rw.swallowed = true
+	rw.Header().Del("X-Content-Type-Options")
+	writeJSONError(rw.ResponseWriter, code, msg)
 }
 
 func (rw *recorder) Write(b []byte) (int, error) {
@@ -282,6 +282,7 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	body, _ := json.Marshal(ResponseMsg{Message: msg})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1)) // a HEAD's answer says it too
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}
