@@ -147,10 +147,14 @@ func (rw *recorder) Write(b []byte) (int, error) {
 func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // statusOf maps an error to its HTTP status: the one place where domain
-// errors become status codes.
-func statusOf(err error) int {
+// errors become status codes. ctx is the request's: when it was cancelled,
+// the client went away (net/http cancels it when the connection closes)
+// while the request waited, whatever error the wait ended with.
+func statusOf(ctx context.Context, err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return StatusClientClosedRequest
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, domain.ErrInvalid):
@@ -171,10 +175,13 @@ type errorWriter struct{ log *slog.Logger }
 
 // responseError answers an error returned by a handler: the status from
 // statusOf, the body from publicMessage, and for a 5xx the cause (secrets
-// masked) in the log, which is the only place it goes.
+// masked) in the log, which is the only place it goes. A client that went
+// away is no failure of the server's: a debug line.
 func (e errorWriter) responseError(w http.ResponseWriter, r *http.Request, err error) {
-	status := statusOf(err)
+	status := statusOf(r.Context(), err)
 	switch {
+	case status == StatusClientClosedRequest:
+		e.log.Debug("client went away before its answer", "method", r.Method, "route", r.Pattern, "err", redact.Secrets(err.Error()))
 	case status == http.StatusInternalServerError:
 		e.log.Error("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
 	case status >= 500:
@@ -201,6 +208,8 @@ func publicMessage(r *http.Request, status int, err error) string {
 		return fmt.Sprintf("the ride store is unavailable; retry after %d s", RetryAfterSeconds)
 	case http.StatusInternalServerError:
 		return "internal error; the cause is in the server log"
+	case StatusClientClosedRequest: // read by no one: the connection is gone
+		return "the client closed the request before its answer"
 	case http.StatusRequestEntityTooLarge:
 		return fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes)
 	}
@@ -243,7 +252,7 @@ func (e errorWriter) requestError(w http.ResponseWriter, r *http.Request, err er
 	case errors.As(err, &tooBig):
 		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
 	case errors.As(err, &de):
-		writeJSONError(w, statusOf(err), de.Msg)
+		writeJSONError(w, statusOf(r.Context(), err), de.Msg)
 	default:
 		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
 	}
