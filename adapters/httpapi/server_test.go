@@ -528,8 +528,10 @@ func (l *lockedBuffer) String() string {
 // It is recorded as 499 (client closed request) and logged at debug.
 func TestAClientThatLeavesIsNeitherA500NorAnError(t *testing.T) {
 	for name, leftWith := range map[string]func(ctx context.Context) error{
-		"waiting for a token":   func(ctx context.Context) error { return fmt.Errorf("wait for a token: %w", ctx.Err()) },
-		"waiting for a confirm": func(ctx context.Context) error { return domain.Unavailable("ride not confirmed before the request ended: %v", ctx.Err()) },
+		"waiting for a token": func(ctx context.Context) error { return fmt.Errorf("wait for a token: %w", ctx.Err()) },
+		"waiting for a confirm": func(ctx context.Context) error {
+			return domain.Unavailable("ride not confirmed before the request ended: %v", ctx.Err())
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var logs lockedBuffer
