@@ -1,13 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-
-	"github.com/skidata/skidata/ports"
 )
 
 // RemoteAddress is the client as the connection shows it: the peer's IP.
@@ -49,18 +46,4 @@ func ForwardedAddress(r *http.Request) string {
 		addr = ap.Addr()
 	}
 	return addr.Unmap().WithZone("").String()
-}
-
-// clientOfRide names, in the context of a POSTed ride, the client who sent
-// it (ports.WithClient), for ingest's per-client rate limit. Only the ride
-// route carries it: the queries are not limited per client.
-func clientOfRide(address func(*http.Request) string) StrictMiddlewareFunc {
-	return func(f StrictHandlerFunc, operationID string) StrictHandlerFunc {
-		if operationID != "WriteNewLiftRide" {
-			return f
-		}
-		return func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error) {
-			return f(ports.WithClient(ctx, address(r)), w, r, request)
-		}
-	}
 }

@@ -40,11 +40,7 @@ const StatusClientClosedRequest = 499
 // JSON errors. Every operation has one way in: its generated route.
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	errs := errorWriter{log: log}
-	var middlewares []StrictMiddlewareFunc
-	if h.ClientAddress != nil {
-		middlewares = append(middlewares, clientOfRide(h.ClientAddress))
-	}
-	strict := NewStrictHandlerWithOptions(h, middlewares, StrictHTTPServerOptions{
+	strict := NewStrictHandlerWithOptions(h, []StrictMiddlewareFunc{operations(h.ClientAddress, log)}, StrictHTTPServerOptions{
 		RequestErrorHandlerFunc:  errs.requestError,
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
@@ -55,6 +51,27 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 		Middlewares:      []MiddlewareFunc{strictBodies(errs)},
 	})
 	return &instrumented{mux: mux, stats: h.Stats}
+}
+
+// operations is the strict middleware of every operation, run only for a
+// request its generated route serves. At debug level it logs the
+// operation's id, as the message (so that the log's limit on repeats
+// counts each operation apart); TestEveryOperationIsAnsweredByItsGeneratedRoute
+// reads it. For a POSTed ride it names the ride's client in the context
+// (ports.WithClient), for ingest's per-client rate limit, when address is
+// set; the queries are not limited per client.
+func operations(address func(*http.Request) string, log *slog.Logger) StrictMiddlewareFunc {
+	return func(f StrictHandlerFunc, operationID string) StrictHandlerFunc {
+		return func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error) {
+			if log.Enabled(ctx, slog.LevelDebug) {
+				log.LogAttrs(ctx, slog.LevelDebug, operationID, slog.String("method", r.Method), slog.String("path", r.URL.Path))
+			}
+			if address != nil && operationID == "WriteNewLiftRide" {
+				ctx = ports.WithClient(ctx, address(r))
+			}
+			return f(ctx, w, r, request)
+		}
+	}
 }
 
 // instrumented applies what every request needs, around the router.
