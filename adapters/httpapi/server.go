@@ -41,7 +41,7 @@ const StatusClientClosedRequest = 499
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 	errs := errorWriter{log: log}
 	strict := NewStrictHandlerWithOptions(h, []StrictMiddlewareFunc{operations(h.ClientAddress, log)}, StrictHTTPServerOptions{
-		RequestErrorHandlerFunc:  errs.requestError,
+		RequestErrorHandlerFunc:  errs.responseError, // decoding a body the strict check accepted cannot fail
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
 	mux := http.NewServeMux()
@@ -98,16 +98,9 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// paths cannot grow the table. A HEAD is served by its GET route and
 	// recorded as a HEAD of that route.
 	if r.Pattern != "" {
-		s.stats.Observe(routeOf(r.Pattern), r.Method, rec.status, time.Since(start))
+		_, route, _ := strings.Cut(r.Pattern, " ") // "GET /resorts" is /resorts
+		s.stats.Observe(route, r.Method, rec.status, time.Since(start))
 	}
-}
-
-// routeOf is a pattern's path: "GET /resorts" is "/resorts".
-func routeOf(pattern string) string {
-	if _, path, ok := strings.Cut(pattern, " "); ok {
-		return path
-	}
-	return pattern
 }
 
 // recorder remembers the status, and turns the router's own plain-text
@@ -241,48 +234,6 @@ func publicMessage(r *http.Request, status int, err error) string {
 		return fmt.Sprintf("too many requests; retry after %d s", RetryAfterSeconds)
 	default:
 		return "the request is not valid; see openapi.yaml for what each operation takes"
-	}
-}
-
-// BodyTimeoutMessage answers (408) a body that stopped arriving before the
-// server's read timeout; BodyUnreadableMessage (400) one that ended before
-// it was complete or whose chunked encoding is broken. Both are fixed: the
-// cause names the connection's addresses and is Go's, not the client's.
-const (
-	BodyTimeoutMessage    = "request body did not arrive in time; send the whole body without pausing"
-	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
-)
-
-// requestError answers a body that could not be read, or that the strict
-// check or the generated code refused.
-func (e errorWriter) requestError(w http.ResponseWriter, r *http.Request, err error) {
-	var tooBig *http.MaxBytesError
-	var unreadable unreadableBody
-	var de *domain.Error
-	switch {
-	case errors.As(err, &unreadable) && unreadable.timedOut():
-		w.Header().Set("Connection", "close")
-		writeJSONError(w, http.StatusRequestTimeout, BodyTimeoutMessage)
-	case errors.As(err, &unreadable):
-		w.Header().Set("Connection", "close")
-		writeJSONError(w, http.StatusBadRequest, BodyUnreadableMessage)
-	case errors.As(err, &tooBig):
-		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
-	case errors.As(err, &de):
-		writeJSONError(w, statusOf(r.Context(), err), de.Msg)
-	default:
-		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
-	}
-}
-
-func jsonKind(goType string) string {
-	switch goType {
-	case "int32", "int", "int64":
-		return "an integer"
-	case "string":
-		return "a string"
-	default:
-		return goType
 	}
 }
 

@@ -55,11 +55,21 @@ func strictBodies(errs errorWriter) MiddlewareFunc {
 				return
 			}
 			b, err := readBody(r)
-			if err == nil {
+			var tooBig *http.MaxBytesError
+			var ne net.Error
+			switch {
+			case err == nil:
 				err = checkBody(b, newBody())
+			case errors.As(err, &tooBig): // a 413, from responseError
+			case errors.As(err, &ne) && ne.Timeout(): // the server's read deadline passed
+				unreadable(w, http.StatusRequestTimeout, BodyTimeoutMessage)
+				return
+			default: // the client went away, or broke the chunked encoding
+				unreadable(w, http.StatusBadRequest, BodyUnreadableMessage)
+				return
 			}
 			if err != nil {
-				errs.requestError(w, r, err)
+				errs.responseError(w, r, err)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(b))
@@ -83,42 +93,32 @@ func contentCoding(h http.Header) string {
 }
 
 // readBody reads the whole body, into a buffer of its declared length when
-// it has one (every client of the API sends Content-Length), rather than
-// growing one as io.ReadAll does. An error other than the size limit is an
-// unreadableBody: the bytes did not arrive, which says nothing about JSON.
+// it has one (every client of the API sends Content-Length; a length over
+// MaxBodyBytes was refused before the router), rather than growing one as
+// io.ReadAll does. A body shorter than declared is an error, io.EOF too.
 func readBody(r *http.Request) ([]byte, error) {
-	n := r.ContentLength
-	if n < 0 || n > MaxBodyBytes {
-		b, err := io.ReadAll(r.Body) // chunked; the MaxBytesReader still bounds it
-		return b, asUnreadable(err)
+	if n := r.ContentLength; n >= 0 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r.Body, b)
+		return b, err
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r.Body, b); err != nil {
-		return nil, asUnreadable(err) // io.EOF too: shorter than declared, not empty
-	}
-	return b, nil
+	return io.ReadAll(r.Body) // chunked; the MaxBytesReader bounds it
 }
 
-// unreadableBody is a body that could not be read to its end: the client
-// stalled (a timeout), went away, or broke the chunked encoding. Its cause
-// names the connection's addresses, so it is never shown to the client.
-type unreadableBody struct{ cause error }
+// BodyTimeoutMessage answers (408) a body that stopped arriving before the
+// server's read timeout; BodyUnreadableMessage (400) one that ended before
+// it was complete or whose chunked encoding is broken. Both are fixed: the
+// cause names the connection's addresses and is Go's, not the client's.
+const (
+	BodyTimeoutMessage    = "request body did not arrive in time; send the whole body without pausing"
+	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
+)
 
-func (u unreadableBody) Error() string { return "read the request body: " + u.cause.Error() }
-func (u unreadableBody) Unwrap() error { return u.cause }
-
-// timedOut: the server's read deadline passed while it waited for the body.
-func (u unreadableBody) timedOut() bool {
-	var ne net.Error
-	return errors.As(u.cause, &ne) && ne.Timeout()
-}
-
-func asUnreadable(err error) error {
-	var tooBig *http.MaxBytesError
-	if err == nil || errors.As(err, &tooBig) {
-		return err
-	}
-	return unreadableBody{cause: err}
+// unreadable answers a body that could not be read to its end, and closes
+// the connection, whose framing is lost.
+func unreadable(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	writeJSONError(w, status, msg)
 }
 
 // checkBody decodes b into body (a pointer to the route's body type) and
@@ -162,7 +162,7 @@ func bodyError(err error, body any) error {
 		if semantic.JSONKind == '0' && semantic.Err != nil {
 			got += " " + string(semantic.JSONValue) // a number that is not one of the type's: say which
 		}
-		return domain.Invalid("field %s must be %s, got a JSON %s", semantic.JSONPointer.LastToken(), jsonKind(semantic.GoType.String()), got)
+		return domain.Invalid("field %s must be %s, got a JSON %s", semantic.JSONPointer.LastToken(), jsonKind(semantic.GoType), got)
 	default:
 		return domain.Invalid("request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
 	}
@@ -179,4 +179,15 @@ func shape(body any) string {
 	}
 	slices.Sort(names)
 	return "a JSON object with the fields " + strings.Join(names, ", ")
+}
+
+// jsonKind names, in JSON's terms, what a value of Go type t must be.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	}
+	return t.String()
 }
