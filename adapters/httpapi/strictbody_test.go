@@ -2,10 +2,49 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// TestEveryOperationWithABodyIsDecodedStrictly: every operation of the
+// spec with a JSON body has its body type in bodies, whose fields are the
+// spec's, and bodies names no other route.
+func TestEveryOperationWithABodyIsDecodedStrictly(t *testing.T) {
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBody := 0
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil {
+				continue
+			}
+			withBody++
+			pattern := method + " " + path
+			newBody, ok := bodies[pattern]
+			if !ok {
+				t.Errorf("%s (%s) has a body and no entry in bodies", pattern, op.OperationID)
+				continue
+			}
+			schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+			var fields []string
+			for name := range schema.Properties {
+				fields = append(fields, fmt.Sprintf("%q", name))
+			}
+			slices.Sort(fields)
+			if got, want := shape(newBody()), "a JSON object with the fields "+strings.Join(fields, ", "); got != want {
+				t.Errorf("%s: the body type is %s; the spec says %s", pattern, got, want)
+			}
+		}
+	}
+	if withBody != len(bodies) || withBody < 2 {
+		t.Errorf("bodies has %d routes, the spec %d operations with a body", len(bodies), withBody)
+	}
+}
 
 // FuzzTheGeneratedDecoderReadsWhatTheStrictCheckAccepts: a ride body that
 // checkBody accepts is decoded by the generated code's encoding/json to
