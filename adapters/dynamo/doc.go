@@ -1,7 +1,7 @@
 // Package dynamo is the DynamoDB store adapter: ports.RideStore in four data
 // models and a ports.ResortStore shared by all, on aws-sdk-go-v2.
 //
-// In the flow (see ARCHITECTURE.md) it sits behind the persister, which
+// In the flow (see docs/architecture.md) it sits behind the persister, which
 // hands it batches of rides taken off the queue, and behind the query
 // service, which asks it the read-side questions. Several models exist so
 // the benchmark (cmd/skibench) can compare them (docs/dynamodb.md explains

@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
-
-	"github.com/skidata/skidata/ports"
 )
 
 // RemoteAddress is the client as the connection shows it: the peer's IP.
@@ -23,6 +21,12 @@ func RemoteAddress(r *http.Request) string {
 // (earlier ones are whatever the client claimed), or the peer's own when
 // the header is absent. Use it only behind a load balancer that appends
 // the header, and that is the only way in.
+//
+// The key is kept (the ingest limiter remembers thousands of clients), so
+// it is the address in its own canonical spelling (netip's: IPv4-mapped
+// IPv6 unmapped, any zone or port dropped), never a part of the header,
+// which it would keep alive whatever its size. A last entry that is not an
+// address is not the load balancer's: the peer's address stands in.
 func ForwardedAddress(r *http.Request) string {
 	values := r.Header.Values("X-Forwarded-For")
 	if len(values) == 0 {
@@ -32,22 +36,14 @@ func ForwardedAddress(r *http.Request) string {
 	if i := strings.LastIndexByte(last, ','); i >= 0 {
 		last = last[i+1:]
 	}
-	if last = strings.TrimSpace(last); last == "" {
-		return RemoteAddress(r)
-	}
-	return last
-}
-
-// clientOfRide names, in the context of a POSTed ride, the client who sent
-// it (ports.WithClient), for ingest's per-client rate limit. Only the ride
-// route carries it: the queries are not limited per client.
-func clientOfRide(address func(*http.Request) string) StrictMiddlewareFunc {
-	return func(f StrictHandlerFunc, operationID string) StrictHandlerFunc {
-		if operationID != "WriteNewLiftRide" {
-			return f
+	last = strings.TrimSpace(last)
+	addr, err := netip.ParseAddr(last)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(last)
+		if perr != nil {
+			return RemoteAddress(r)
 		}
-		return func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error) {
-			return f(ports.WithClient(ctx, address(r)), w, r, request)
-		}
+		addr = ap.Addr()
 	}
+	return addr.Unmap().WithZone("").String()
 }

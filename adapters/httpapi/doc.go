@@ -6,6 +6,6 @@
 //
 // Around the generated router sit the cross-cutting pieces every request
 // needs: a 4 KiB body limit, per-route latency statistics, and JSON bodies for
-// every error, including the router's own 404 and 405. Domain errors map to
+// every error, including the router's own answers. Domain errors map to
 // HTTP status codes in exactly one function, statusOf.
 package httpapi

@@ -1,26 +1,22 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // checkedRouter is the BaseRouter given to the generated code: it registers
 // each route on the ServeMux behind the checks every route shares, which
 // must run before the generated wrapper binds the parameters (the
 // wrapper's middlewares run after the binding, too late to word these
-// errors). A route named in inFront is served by the handler made for it
-// from the generated one (directroutes.go), behind the same checks; placed
-// records which were.
-type checkedRouter struct {
-	*http.ServeMux
-	inFront map[string]func(generated http.Handler) http.Handler
-	placed  map[string]bool
-}
+// errors).
+type checkedRouter struct{ *http.ServeMux }
 
 // pathParam matches a wildcard of a route pattern, "{resortID}".
 var pathParam = regexp.MustCompile(`\{(\w+)\}`)
@@ -29,11 +25,6 @@ func (m checkedRouter) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 	var params []string
 	for _, p := range pathParam.FindAllStringSubmatch(pattern, -1) {
 		params = append(params, p[1])
-	}
-	next := http.Handler(http.HandlerFunc(h))
-	if front, ok := m.inFront[pattern]; ok {
-		next = front(next)
-		m.placed[pattern] = true
 	}
 	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := malformedQuery(r.URL.RawQuery); msg != "" {
@@ -46,7 +37,7 @@ func (m checkedRouter) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		h(w, r)
 	}))
 }
 
@@ -123,9 +114,12 @@ func (m withMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.metrics.ServeHTTP(w, r)
 }
 
-// serveDirect hands the direct routes' requests to the API's (no direct
-// route is /metrics).
-func (m withMetrics) serveDirect(w statusWriter, r *http.Request) bool {
-	d, ok := m.api.(directServer)
-	return ok && d.serveDirect(w, r)
+// WithDeadline gives every request's context the handler timeout d: the
+// store and queue calls honour it, and a request past it is answered 503.
+func WithDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

@@ -135,3 +135,20 @@ func TestUnroutedConnectNamesItsTarget(t *testing.T) {
 		t.Errorf("CONNECT = %d %q; want 404 \"no route for CONNECT db.internal:5432; ...\"", rec.Code, m.Message)
 	}
 }
+
+// TestAnAsteriskTargetIsAnsweredInJSON: a request whose target is "*"
+// (RFC 9112's asterisk-form, which only OPTIONS may use, and net/http's
+// server answers an OPTIONS * itself) was answered by the ServeMux with an
+// empty 400; it is a 400 with a JSON message, like every other error.
+func TestAnAsteriskTargetIsAnsweredInJSON(t *testing.T) {
+	srv := httptest.NewServer(edgeHandler())
+	defer srv.Close()
+	for _, raw := range []string{"GET * HTTP/1.1\r\nHost: x\r\n\r\n", "POST * HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "DELETE * HTTP/1.0\r\n\r\n"} {
+		resp, body := rawExchange(t, srv, raw, false)
+		var m ResponseMsg
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(body), &m) != nil ||
+			!strings.HasPrefix(m.Message, `request target "*" is not a path`) {
+			t.Errorf("%q: %d %q (%s); want 400 {\"message\":\"request target \\\"*\\\" is not a path...\"}", raw, resp.StatusCode, body, resp.Header.Get("Content-Type"))
+		}
+	}
+}

@@ -40,14 +40,7 @@ func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideReq
 	if req.Body.LiftID == nil {
 		return nil, domain.Invalid(`liftID is required: send a body like {"time":217,"liftID":21}`)
 	}
-	return h.addRide(ctx, req.ResortID, req.SeasonID, day, req.SkierID, *req.Body.Time, *req.Body.LiftID)
-}
-
-// addRide is WriteNewLiftRide once the body is read. The direct route calls
-// it with the values it scanned: passed through the request object they
-// would escape to the heap with it, two allocations a POST.
-func (h *Handlers) addRide(ctx context.Context, resortID int32, seasonID string, day int, skierID, t, lift int32) (WriteNewLiftRideResponseObject, error) {
-	ride, err := domain.NewLiftRide(domain.ResortID(resortID), seasonID, day, domain.SkierID(skierID), t, lift)
+	ride, err := domain.NewLiftRide(domain.ResortID(req.ResortID), req.SeasonID, day, domain.SkierID(req.SkierID), *req.Body.Time, *req.Body.LiftID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -30,53 +29,55 @@ const RetryAfterSeconds = 1
 // README says how clients should retry sooner.
 const RateLimitPolicy = "ingest"
 
+// StatusClientClosedRequest is the status recorded (in /statistics and
+// the metrics) for a request whose client went away before its answer:
+// nginx's 499, which no client sees. It is neither a server error nor a
+// refusal, so it is counted apart from both.
+const StatusClientClosedRequest = 499
+
 // NewHandler returns the whole API as one http.Handler: the generated router
 // with the strict handlers, wrapped in the body limit, latency statistics and
-// JSON errors.
+// JSON errors. Every operation has one way in: its generated route.
 func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
-	return newHandler(h, log, true)
-}
-
-// newHandler is NewHandler; withDirectRoutes false leaves every route to the
-// generated code alone, for the test that compares the two.
-func newHandler(h *Handlers, log *slog.Logger, withDirectRoutes bool) http.Handler {
 	errs := errorWriter{log: log}
-	var middlewares []StrictMiddlewareFunc
-	if h.ClientAddress != nil {
-		middlewares = append(middlewares, clientOfRide(h.ClientAddress))
-	}
-	strict := NewStrictHandlerWithOptions(h, middlewares, StrictHTTPServerOptions{
-		RequestErrorHandlerFunc:  errs.requestError,
+	strict := NewStrictHandlerWithOptions(h, []StrictMiddlewareFunc{operations(h.ClientAddress, log)}, StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  errs.responseError, // decoding a body the strict check accepted cannot fail
 		ResponseErrorHandlerFunc: errs.responseError,
 	})
-	rules, err := bodyRules()
-	if err != nil {
-		panic(err) // the spec is embedded at build time: TestEveryOperationWithABodyHasAStrictRule reads it
-	}
-	router := checkedRouter{ServeMux: http.NewServeMux(), placed: map[string]bool{}}
-	var fast *direct
-	if withDirectRoutes {
-		fast = &direct{h: h, errs: errs}
-		router.inFront = fast.routes()
-	}
+	mux := http.NewServeMux()
 	HandlerWithOptions(strict, StdHTTPServerOptions{
-		BaseRouter:       router,
+		BaseRouter:       checkedRouter{mux},
 		ErrorHandlerFunc: errs.paramError,
-		Middlewares:      []MiddlewareFunc{strictBodies(rules, errs)},
+		Middlewares:      []MiddlewareFunc{strictBodies(errs)},
 	})
-	for pattern := range router.inFront {
-		if !router.placed[pattern] {
-			panic("httpapi: no generated route " + pattern + " for its direct route to stand in front of") // TestTheDirectRoutesAnswerAsTheGeneratedRoutes builds this handler
+	return &instrumented{mux: mux, stats: h.Stats}
+}
+
+// operations is the strict middleware of every operation, run only for a
+// request its generated route serves. At debug level it logs the
+// operation's id, as the message (so that the log's limit on repeats
+// counts each operation apart); TestEveryOperationIsAnsweredByItsGeneratedRoute
+// reads it. For a POSTed ride it names the ride's client in the context
+// (ports.WithClient), for ingest's per-client rate limit, when address is
+// set; the queries are not limited per client.
+func operations(address func(*http.Request) string, log *slog.Logger) StrictMiddlewareFunc {
+	return func(f StrictHandlerFunc, operationID string) StrictHandlerFunc {
+		return func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error) {
+			if log.Enabled(ctx, slog.LevelDebug) {
+				log.LogAttrs(ctx, slog.LevelDebug, operationID, slog.String("method", r.Method), slog.String("path", r.URL.Path))
+			}
+			if address != nil && operationID == "WriteNewLiftRide" {
+				ctx = ports.WithClient(ctx, address(r))
+			}
+			return f(ctx, w, r, request)
 		}
 	}
-	return &instrumented{mux: router.ServeMux, direct: fast, stats: h.Stats}
 }
 
 // instrumented applies what every request needs, around the router.
 type instrumented struct {
-	mux    *http.ServeMux
-	direct *direct // nil: every request goes through the mux
-	stats  interface {
+	mux   *http.ServeMux
+	stats interface {
 		Observe(route, method string, status int, d time.Duration)
 	}
 }
@@ -85,37 +86,29 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, req: r, status: http.StatusOK}
 	if r.ContentLength > MaxBodyBytes {
-		writeJSONError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody { // a GET has none to bound
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 	}
-	if s.direct == nil || !s.direct.serveFast(rec, r) {
-		s.mux.ServeHTTP(rec, r)
-	}
-	// The mux (or serveFast) sets r.Pattern ("GET /resorts/{resortID}/seasons")
-	// when a route matched; unmatched requests are not recorded, so that
-	// random paths cannot grow the table. A HEAD is served by its GET route
-	// and recorded as a HEAD of that route.
+	s.mux.ServeHTTP(rec, r)
+	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
+	// route matched; unmatched requests are not recorded, so that random
+	// paths cannot grow the table. A HEAD is served by its GET route and
+	// recorded as a HEAD of that route.
 	if r.Pattern != "" {
-		s.stats.Observe(routeOf(r.Pattern), r.Method, rec.status, time.Since(start))
+		_, route, _ := strings.Cut(r.Pattern, " ") // "GET /resorts" is /resorts
+		s.stats.Observe(route, r.Method, rec.status, time.Since(start))
 	}
 }
 
-// routeOf is a pattern's path: "GET /resorts" is "/resorts".
-func routeOf(pattern string) string {
-	if _, path, ok := strings.Cut(pattern, " "); ok {
-		return path
-	}
-	return pattern
-}
-
-// recorder remembers the status, and turns the router's own plain-text 404
-// and 405 answers into JSON ones. The router also redirects a path that is
-// not in canonical form ("/resorts/../resorts", "/.") to its cleaned form;
-// no route of the API is reached that way, so that is a JSON 404 too
-// ("/resorts/1//seasons" is not "/resorts/1/seasons").
+// recorder remembers the status, and turns the router's own plain-text
+// answers into JSON ones: 404 and 405, and the empty 400 to a target of
+// "*". The router also redirects a path that is not in canonical form
+// ("/resorts/../resorts", "/.") to its cleaned form; no route of the API is
+// reached that way, so that is a JSON 404 too ("/resorts/1//seasons" is not
+// "/resorts/1/seasons").
 type recorder struct {
 	http.ResponseWriter
 	req       *http.Request
@@ -126,32 +119,31 @@ type recorder struct {
 func (rw *recorder) WriteHeader(code int) {
 	rw.status = code
 	redirect := code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect || code == http.StatusPermanentRedirect
-	// A redirect can only be the router's (no handler redirects), and it
-	// may set Pattern to the route the cleaned path would match.
-	if redirect || rw.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
-		if code != http.StatusMethodNotAllowed {
-			code = http.StatusNotFound
-			rw.status = code
-			rw.Header().Del("Location")
-		}
-		rw.swallowed = true
-		path := rw.req.URL.Path
-		if path == "" {
-			path = rw.req.RequestURI // CONNECT host:port has no path
-		}
-		msg := fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
-		if code == http.StatusMethodNotAllowed {
-			msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
-		}
-		rw.Header().Del("X-Content-Type-Options")
-		body, _ := json.Marshal(ResponseMsg{Message: msg})
-		rw.Header().Set("Content-Type", "application/json")
-		rw.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	// Without a Pattern no route ran: the answer is the router's. A
+	// redirect can only be the router's (no handler redirects), and it may
+	// set Pattern to the route the cleaned path would match.
+	if rw.req.Pattern != "" && !redirect {
 		rw.ResponseWriter.WriteHeader(code)
-		_, _ = rw.ResponseWriter.Write(append(body, '\n'))
 		return
 	}
-	rw.ResponseWriter.WriteHeader(code)
+	path := rw.req.URL.Path
+	if path == "" {
+		path = rw.req.RequestURI // CONNECT host:port has no path
+	}
+	var msg string
+	switch code {
+	case http.StatusMethodNotAllowed:
+		msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", rw.req.Method, path, rw.Header().Get("Allow"))
+	case http.StatusBadRequest: // the router's answer to a target of "*"
+		msg = fmt.Sprintf("request target %q is not a path; see openapi.yaml for the API's paths", rw.req.RequestURI)
+	default:
+		code, msg = http.StatusNotFound, fmt.Sprintf("no route for %s %s; see openapi.yaml for the API", rw.req.Method, path)
+		rw.status = code
+		rw.Header().Del("Location")
+	}
+	rw.swallowed = true
+	rw.Header().Del("X-Content-Type-Options")
+	writeJSONError(rw.ResponseWriter, code, msg)
 }
 
 func (rw *recorder) Write(b []byte) (int, error) {
@@ -165,10 +157,14 @@ func (rw *recorder) Write(b []byte) (int, error) {
 func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // statusOf maps an error to its HTTP status: the one place where domain
-// errors become status codes.
-func statusOf(err error) int {
+// errors become status codes. ctx is the request's: when it was cancelled,
+// the client went away (net/http cancels it when the connection closes)
+// while the request waited, whatever error the wait ended with.
+func statusOf(ctx context.Context, err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return StatusClientClosedRequest
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, domain.ErrInvalid):
@@ -189,10 +185,13 @@ type errorWriter struct{ log *slog.Logger }
 
 // responseError answers an error returned by a handler: the status from
 // statusOf, the body from publicMessage, and for a 5xx the cause (secrets
-// masked) in the log, which is the only place it goes.
+// masked) in the log, which is the only place it goes. A client that went
+// away is no failure of the server's: a debug line.
 func (e errorWriter) responseError(w http.ResponseWriter, r *http.Request, err error) {
-	status := statusOf(err)
+	status := statusOf(r.Context(), err)
 	switch {
+	case status == StatusClientClosedRequest:
+		e.log.Debug("client went away before its answer", "method", r.Method, "route", r.Pattern, "err", redact.Secrets(err.Error()))
 	case status == http.StatusInternalServerError:
 		e.log.Error("request failed", "method", r.Method, "route", r.Pattern, "status", status, "err", redact.Secrets(err.Error()))
 	case status >= 500:
@@ -219,6 +218,8 @@ func publicMessage(r *http.Request, status int, err error) string {
 		return fmt.Sprintf("the ride store is unavailable; retry after %d s", RetryAfterSeconds)
 	case http.StatusInternalServerError:
 		return "internal error; the cause is in the server log"
+	case StatusClientClosedRequest: // read by no one: the connection is gone
+		return "the client closed the request before its answer"
 	case http.StatusRequestEntityTooLarge:
 		return fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes)
 	}
@@ -233,55 +234,6 @@ func publicMessage(r *http.Request, status int, err error) string {
 		return fmt.Sprintf("too many requests; retry after %d s", RetryAfterSeconds)
 	default:
 		return "the request is not valid; see openapi.yaml for what each operation takes"
-	}
-}
-
-// BodyTimeoutMessage answers (408) a body that stopped arriving before the
-// server's read timeout; BodyUnreadableMessage (400) one that ended before
-// it was complete or whose chunked encoding is broken. Both are fixed: the
-// cause names the connection's addresses and is Go's, not the client's.
-const (
-	BodyTimeoutMessage    = "request body did not arrive in time; send the whole body without pausing"
-	BodyUnreadableMessage = "request body could not be read: the connection ended or the chunked encoding is broken"
-)
-
-// requestError answers a body that could not be read, or that the generated
-// code could not decode.
-func (e errorWriter) requestError(w http.ResponseWriter, _ *http.Request, err error) {
-	var tooBig *http.MaxBytesError
-	var unreadable unreadableBody
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &unreadable) && unreadable.timedOut():
-		w.Header().Set("Connection", "close")
-		writeJSONError(w, http.StatusRequestTimeout, BodyTimeoutMessage)
-	case errors.As(err, &unreadable):
-		w.Header().Set("Connection", "close")
-		writeJSONError(w, http.StatusBadRequest, BodyUnreadableMessage)
-	case errors.As(err, &tooBig):
-		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", MaxBodyBytes))
-	case errors.As(err, &typ):
-		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("field %s must be %s, got a JSON %s", typ.Field, jsonKind(typ.Type.String()), typ.Value))
-	case errors.Is(err, io.EOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is required (JSON)")
-	case errors.As(err, &syntax):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: "+syntax.Error())
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		writeJSONError(w, http.StatusBadRequest, "request body is not valid JSON: it ends too soon")
-	default:
-		writeJSONError(w, http.StatusBadRequest, "request body could not be decoded as JSON; see openapi.yaml for what each operation takes")
-	}
-}
-
-func jsonKind(goType string) string {
-	switch goType {
-	case "int32", "int", "int64":
-		return "an integer"
-	case "string":
-		return "a string"
-	default:
-		return goType
 	}
 }
 
@@ -307,6 +259,7 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	body, _ := json.Marshal(ResponseMsg{Message: msg})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1)) // a HEAD's answer says it too
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}

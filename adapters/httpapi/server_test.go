@@ -12,12 +12,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/poll"
 )
 
 type ingestFunc func(context.Context, domain.LiftRide) error
@@ -151,25 +154,6 @@ func TestRequestBodiesAreStrict(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated || len(ingested) != 1 {
 		t.Errorf("a well-formed body: status %d, %d rides ingested; want 201 and 1", resp.StatusCode, len(ingested))
-	}
-}
-
-func TestEveryOperationWithABodyHasAStrictRule(t *testing.T) {
-	rules, err := bodyRules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]string{
-		"POST /skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}": {"liftID", "time"},
-		"POST /resorts/{resortID}/seasons":                                         {"year"},
-	}
-	if len(rules) != len(want) {
-		t.Errorf("rules %v; want exactly %v", rules, want)
-	}
-	for route, fields := range want {
-		if got := rules[route]; strings.Join(got, ",") != strings.Join(fields, ",") {
-			t.Errorf("rule for %s = %v; want %v", route, got, fields)
-		}
 	}
 }
 
@@ -458,5 +442,91 @@ func TestTooManyRequestsCarriesARateLimitHeader(t *testing.T) {
 	srv = serve(t, func(context.Context, domain.LiftRide) error { return domain.Unavailable("queue full") }, &statsRec{})
 	if resp, _ := postRide(t, srv); resp.Header.Get("RateLimit") != "" {
 		t.Errorf("a 503 carries RateLimit %q; the rate limit is not why it was refused", resp.Header.Get("RateLimit"))
+	}
+}
+
+// lockedStats records each observation's status, safe for a test to read
+// while the server writes.
+type lockedStats struct {
+	mu       sync.Mutex
+	statuses []int
+}
+
+func (s *lockedStats) Observe(_, _ string, status int, _ time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = append(s.statuses, status)
+}
+
+func (s *lockedStats) Snapshot() []ports.EndpointStat { return nil }
+
+func (s *lockedStats) seen() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.statuses)
+}
+
+// lockedBuffer is a log's output, safe to read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAClientThatLeavesIsNeitherA500NorAnError: a ride whose client hangs
+// up while it waits (for a rate-limit token, which ends with the context's
+// error, or for the queue's confirm, which ends as unavailable) was logged
+// at ERROR or WARN as a 500 or 503 and counted with the server's errors.
+// It is recorded as 499 (client closed request) and logged at debug.
+func TestAClientThatLeavesIsNeitherA500NorAnError(t *testing.T) {
+	for name, leftWith := range map[string]func(ctx context.Context) error{
+		"waiting for a token": func(ctx context.Context) error { return fmt.Errorf("wait for a token: %w", ctx.Err()) },
+		"waiting for a confirm": func(ctx context.Context) error {
+			return domain.Unavailable("ride not confirmed before the request ended: %v", ctx.Err())
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs lockedBuffer
+			stats := &lockedStats{}
+			waiting := make(chan struct{})
+			h := NewHandler(&Handlers{Ingest: ingestFunc(func(ctx context.Context, _ domain.LiftRide) error {
+				close(waiting)
+				<-ctx.Done()
+				return leftWith(ctx)
+			}), Stats: stats}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			c, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := `{"time":1,"liftID":2}`
+			fmt.Fprintf(c, "POST /skiers/1/seasons/2024/days/1/skiers/2 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			<-waiting
+			c.Close()
+			poll.Until(t, 10*time.Second, "the request's answer", func() string {
+				if len(stats.seen()) == 0 {
+					return "not recorded"
+				}
+				return ""
+			})
+			if got := stats.seen(); !slices.Equal(got, []int{StatusClientClosedRequest}) {
+				t.Errorf("recorded statuses %v; want [499]", got)
+			}
+			if out := logs.String(); strings.Contains(out, "level=ERROR") || strings.Contains(out, "level=WARN") || !strings.Contains(out, "level=DEBUG msg=\"client went away before its answer\"") {
+				t.Errorf("log:\n%s\nwant one debug line saying the client went away, no error or warning", out)
+			}
+		})
 	}
 }

@@ -13,21 +13,28 @@ import (
 // Mask is what a secret is replaced with.
 const Mask = "xxxxx"
 
+// secretParams are the connection parameters whose value is a secret:
+// libpq's password, sslpassword (the passphrase of the client key,
+// sslkey) and oauth_client_secret (PostgreSQL 18), which pgx reads too,
+// and the passwd some drivers take for password. libpq's other parameters
+// name files (passfile, sslkey, sslcert) or hold nothing secret.
+const secretParams = `(?:password|passwd|sslpassword|oauth_client_secret)`
+
 var (
 	// ?password=... or &password=... in a URL's query.
-	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd)=)[^&#\s]*`)
+	queryPassword = regexp.MustCompile(`(?i)([?&]` + secretParams + `=)[^&#\s]*`)
 	// password='...' or password=... in a keyword/value connection string,
 	// as libpq reads it: a quoted value runs to the closing quote, \' and
 	// \\ inside it escaped; an unquoted one to the first whitespace that
 	// no backslash escapes. An unterminated quote runs to the end.
-	kvPassword = regexp.MustCompile(`(?is)((?:^|\s)(?:password|passwd)\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|(?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*\\?)`)
+	kvPassword = regexp.MustCompile(`(?is)((?:^|\s)` + secretParams + `\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|(?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*\\?)`)
 	// nextURL is where a URL ends: whitespace, then another scheme://.
 	nextURL = regexp.MustCompile(`\s[A-Za-z][A-Za-z0-9+.\-]*://`)
 )
 
 // Secrets returns s with every password it can find masked: the userinfo
-// password of any scheme://user:password@host, the password query
-// parameter, and password=... in a keyword/value connection string. It
+// password of any scheme://user:password@host, and each of secretParams as
+// a query parameter or in a keyword/value connection string. It
 // does not parse: a URL that does not parse (a bad port, a password with
 // '/', '#', '?', '@', whitespace, quotes or a bad %-escape in it) is masked
 // all the same, from the first ':' after the scheme's "//" to the last '@'

@@ -35,6 +35,13 @@ func TestSecretsMasksEveryForm(t *testing.T) {
 		`host=db password='it\'s a secret' user=bob`: "host=db password=xxxxx user=bob",
 		`host=db password='unterminated secret`:      "host=db password=xxxxx",
 		`host=db password=back\\slash user=bob`:      "host=db password=xxxxx user=bob",
+		// Every libpq parameter that holds a secret: the client key's
+		// passphrase and the OAuth client secret too.
+		"postgres://u@db/x?sslmode=verify-full&sslkey=/k.pem&sslpassword=s3cret": "postgres://u@db/x?sslmode=verify-full&sslkey=/k.pem&sslpassword=xxxxx",
+		"postgres://u@db/x?oauth_client_id=ski&oauth_client_secret=s3cret":       "postgres://u@db/x?oauth_client_id=ski&oauth_client_secret=xxxxx",
+		"host=db sslkey=/k.pem sslpassword='s3 cret' dbname=x":                   "host=db sslkey=/k.pem sslpassword=xxxxx dbname=x",
+		"host=db oauth_client_secret=s3cret dbname=x":                            "host=db oauth_client_secret=xxxxx dbname=x",
+		"host=db SSLPASSWORD = s3cret":                                           "host=db SSLPASSWORD = xxxxx",
 	} {
 		if got := Secrets(in); got != want {
 			t.Errorf("Secrets(%q) = %q; want %q", in, got, want)
@@ -62,6 +69,7 @@ func FuzzSecretsLetNoPasswordThrough(f *testing.F) {
 			{"amqps://" + user + ":" + pw + "@mq.internal:5671/", url.PathEscape(password)},
 			{"redis://" + user + ":" + pw + "@cache:6379/0", url.QueryEscape(password)},
 			{"postgres://db.internal/ski?user=u&password=" + pw, url.QueryEscape(password)},
+			{"postgres://db.internal/ski?sslkey=/k.pem&sslpassword=" + pw, url.QueryEscape(password)},
 		}
 		// Keyword/value, escaped as libpq reads it.
 		unquoted := kvEscaper.Replace(password)
@@ -71,7 +79,8 @@ func FuzzSecretsLetNoPasswordThrough(f *testing.F) {
 		quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password)
 		forms = append(forms,
 			struct{ template, spelling string }{"host=db.internal user=u password=" + pw + " dbname=ski", unquoted},
-			struct{ template, spelling string }{"host=db.internal password='" + pw + "' dbname=ski", quoted})
+			struct{ template, spelling string }{"host=db.internal password='" + pw + "' dbname=ski", quoted},
+			struct{ template, spelling string }{"host=db.internal sslpassword=" + pw + " dbname=ski", unquoted})
 		for _, f := range forms {
 			if strings.Contains(strings.Replace(f.template, pw, "", 1), f.spelling) {
 				continue // the rest of the text spells it too: nothing to tell apart

@@ -79,17 +79,7 @@ type HTTPConfig struct {
 	// SIGTERM before their connections are closed; the queue's drain then
 	// gets its own budget (Config.ShutdownTimeout).
 	ShutdownTimeout time.Duration
-	// Server is the HTTP server: "net" (Go's net/http) or "fasthttp"
-	// (valyala/fasthttp in front of the same handler, which costs less CPU
-	// a request; docs/operations.md, "Choosing the HTTP server").
-	Server string
 }
-
-// The HTTP servers --http-server names.
-const (
-	ServerNetHTTP  = "net"
-	ServerFastHTTP = "fasthttp"
-)
 
 // Roles are what one process may do: everything, or one side of the queue.
 var Roles = []string{RoleAll, RoleAPI, RoleConsumer}
@@ -121,7 +111,7 @@ func DefaultConfig() Config {
 		Publish:         app.PublishConfig{MaxRides: 256, Linger: 5 * time.Millisecond, LingerGap: time.Millisecond},
 		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
 		ShutdownTimeout: 30 * time.Second,
-		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second, Server: ServerNetHTTP},
+		HTTP:            HTTPConfig{ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, HandlerTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second},
 		LogFormat:       "text",
 		LogLevel:        "info",
 		Catalog:         app.CatalogConfig{SeedDemo: true},
@@ -167,7 +157,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HTTP.ShutdownTimeout, "http-shutdown-timeout", c.HTTP.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish before their connections are closed")
 	fs.DurationVar(&c.HTTP.ReadTimeout, "http-read-timeout", c.HTTP.ReadTimeout, "most time to read one request, body included (a client stalled mid-body is cut off)")
 	fs.DurationVar(&c.HTTP.WriteTimeout, "http-write-timeout", c.HTTP.WriteTimeout, "most time from the end of a request's headers to the end of its answer")
-	fs.StringVar(&c.HTTP.Server, "http-server", c.HTTP.Server, "HTTP server: net (Go's net/http) | fasthttp (the same API on valyala/fasthttp, less CPU a request)")
 	fs.DurationVar(&c.HTTP.HandlerTimeout, "http-handler-timeout", c.HTTP.HandlerTimeout, "deadline of each request's work; past it the answer is 503 (must be below --http-write-timeout)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text|json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug|info|warn|error")
@@ -255,7 +244,6 @@ func (c Config) Validate() error {
 		{"log-format", c.LogFormat, []string{"text", "json"}},
 		{"log-level", c.LogLevel, []string{"debug", "info", "warn", "error"}},
 		{"cache", c.Cache, CacheNames()},
-		{"http-server", c.HTTP.Server, []string{ServerNetHTTP, ServerFastHTTP}},
 	} {
 		if !slices.Contains(ch.allowed, ch.value) {
 			return &ChoiceError{Flag: ch.name, Value: ch.value, Allowed: ch.allowed}

@@ -93,7 +93,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { serveDone <- srv.Serve(ln) }()
 	// gomaxprocs: the cores the process schedules its goroutines on (Go's
 	// GOMAXPROCS; docs/operations.md, "Sharing a box's cores").
-	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue, "http_server", s.cfg.HTTP.Server, "gomaxprocs", runtime.GOMAXPROCS(0))
+	s.log.Info("skidata serving", "addr", ln.Addr().String(), "role", s.cfg.Role, "store", s.cfg.Store, "queue", s.cfg.Queue, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	var runErr error
 	select {
@@ -141,27 +141,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	return runErr
 }
 
-// httpServer is the server --http-server names, with the handler and the
-// timeouts configured.
-func (s *Service) httpServer() interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
-} {
-	const idle = 2 * time.Minute
-	if s.cfg.HTTP.Server == ServerFastHTTP {
-		return httpapi.NewFastServer(httpapi.FastServerConfig{
-			Handler: s.handler, Deadline: s.requestDeadline(),
-			ReadTimeout: s.cfg.HTTP.ReadTimeout, WriteTimeout: s.cfg.HTTP.WriteTimeout, IdleTimeout: idle,
-			Log: s.log,
-		})
-	}
+// httpServer is net/http's server, with the handler and the timeouts
+// configured.
+func (s *Service) httpServer() *http.Server {
 	return &http.Server{
 		Handler:           s.servedHandler(),
 		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTP.ReadTimeout),
 		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
-		IdleTimeout:       idle,
+		IdleTimeout:       2 * time.Minute,
 	}
 }
 

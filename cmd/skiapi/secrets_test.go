@@ -174,3 +174,30 @@ func TestNoCommandPrintsAPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigAndStartErrorsMaskEverySecretConnectionParameter: libpq (and
+// pgx) take more than the password: sslpassword, the passphrase of the
+// client key, and oauth_client_secret. Each was printed in clear by
+// skiapi config and by the start-up error, in a URL's query and in the
+// keyword/value form.
+func TestConfigAndStartErrorsMaskEverySecretConnectionParameter(t *testing.T) {
+	closed := apitest.ClosedAddr(t)
+	host, port, _ := strings.Cut(closed, ":")
+	for _, param := range []string{"sslpassword", "oauth_client_secret"} {
+		for _, conn := range []string{
+			"postgres://bob@" + closed + "/x?sslmode=disable&" + param + "=k3yS3cret",
+			"host=" + host + " port=" + port + " user=bob sslmode=disable " + param + "=k3yS3cret dbname=x",
+		} {
+			for _, args := range [][]string{
+				{"config", "--database-url", conn},
+				{"--listen", "127.0.0.1:0", "--store", "postgres", "--db-connect-timeout", "1s", "--database-url", conn},
+			} {
+				var out, errb strings.Builder
+				run(args, &out, &errb)
+				if printed := out.String() + errb.String(); strings.Contains(printed, "k3yS3cret") {
+					t.Errorf("skiapi %s printed the %s:\n%s", args[0], param, printed)
+				}
+			}
+		}
+	}
+}

@@ -290,3 +290,37 @@ func waitDrained(t *testing.T, base string) {
 		return ""
 	})
 }
+
+// TestAClientThatLeavesWhileItsRideWaitsIsCounted499: a ride waiting for
+// its token (--ingest-max-wait) whose client hangs up was counted in
+// skidata_http_requests_total as a 500; it is a 499 (client closed
+// request), apart from the server's errors.
+func TestAClientThatLeavesWhileItsRideWaitsIsCounted499(t *testing.T) {
+	cfg := compose.DefaultConfig()
+	cfg.Admission = app.AdmissionConfig{Rate: 1.0 / 60, Burst: 1, MaxWait: time.Hour}
+	base := apitest.Start(t, cfg)
+	if r := sendRide(t, base, 1, 1, 1); r.Status != http.StatusCreated {
+		t.Fatalf("the ride within the burst: %d %s", r.Status, r.Body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, err := newRide(base, 1, "2024", 1, 2, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(req.WithContext(ctx)); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the ride waiting for its token was answered %d; want it still waiting when its client leaves", resp.StatusCode)
+	}
+	route := `route="/skiers/{resortID}/seasons/{seasonID}/days/{dayID}/skiers/{skierID}"`
+	apitest.Eventually(t, "the ride whose client left", func() string {
+		metrics := string(apitest.Call(t, "GET", base+"/metrics", "").Body)
+		if n := metricSum(metrics, "skidata_http_requests_total", route, `status="5`); n != 0 {
+			t.Fatalf("%v rides counted as a server error (5xx)", n)
+		}
+		if n := metricSum(metrics, "skidata_http_requests_total", route, `status="499"`); n != 1 {
+			return fmt.Sprintf("%v rides counted with status 499", n)
+		}
+		return ""
+	})
+}

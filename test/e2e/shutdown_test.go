@@ -16,12 +16,7 @@ import (
 // service as SIGTERM would: every ride answered 201 must be written before
 // Serve returns.
 func TestShutdownDrainsEveryAcceptedRide(t *testing.T) {
-	eachServer(t, shutdownDrainsEveryAcceptedRide)
-}
-
-func shutdownDrainsEveryAcceptedRide(t *testing.T, server string) {
 	cfg := compose.DefaultConfig()
-	cfg.HTTP.Server = server
 	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = time.Hour
 	run := apitest.Serve(t, cfg)

@@ -19,12 +19,7 @@ import (
 // straggler), and the queue drains within another: every ride answered 201
 // is stored when Serve returns.
 func TestStalledClientDoesNotCostAcceptedRides(t *testing.T) {
-	eachServer(t, stalledClientDoesNotCostAcceptedRides)
-}
-
-func stalledClientDoesNotCostAcceptedRides(t *testing.T, server string) {
 	cfg := heldInBatch(compose.DefaultConfig())
-	cfg.HTTP.Server = server
 	cfg.ShutdownTimeout = 2 * time.Second
 	cfg.HTTP.ShutdownTimeout = 300 * time.Millisecond
 	cfg.HTTP.ReadTimeout = time.Minute // the stall must outlive the HTTP budget
@@ -70,11 +65,4 @@ func heldInBatch(cfg compose.Config) compose.Config {
 	cfg.Persister.BatchSize = compose.MaxBatchSize
 	cfg.Persister.Linger = time.Hour
 	return cfg
-}
-
-// eachServer runs test once with each HTTP server --http-server names.
-func eachServer(t *testing.T, test func(t *testing.T, server string)) {
-	for _, server := range []string{compose.ServerNetHTTP, compose.ServerFastHTTP} {
-		t.Run(server, func(t *testing.T) { test(t, server) })
-	}
 }
