@@ -25,7 +25,7 @@ import (
 type consumer struct {
 	q    *Queue
 	out  chan ports.Delivery
-	room *semaphore.Weighted // Config.MaxHeld: a poller takes 10 before a receive
+	room *semaphore.Weighted // Config.MaxHeld: a poller takes room before it receives
 
 	stopPolling context.CancelFunc // Close: receive nothing more
 	stopBeat    context.CancelFunc // finished or Disconnect: extend nothing more
@@ -112,12 +112,13 @@ func (c *consumer) poll(ctx context.Context) {
 	retry.InitialInterval = 100 * time.Millisecond
 	retry.MaxInterval = 5 * time.Second
 	for ctx.Err() == nil {
-		if c.room.Acquire(ctx, MaxBatchEntries) != nil {
+		slots, err := c.takeRoom(ctx)
+		if err != nil {
 			return
 		}
-		msgs, err := c.receive(ctx)
+		msgs, err := c.receive(ctx, slots)
 		if err != nil {
-			c.room.Release(MaxBatchEntries)
+			c.room.Release(int64(slots))
 			if ctx.Err() != nil {
 				return
 			}
@@ -131,18 +132,31 @@ func (c *consumer) poll(ctx context.Context) {
 			continue
 		}
 		retry.Reset()
-		c.handOut(ctx, c.take(ctx, msgs))
+		c.handOut(ctx, c.take(ctx, msgs, slots))
 	}
 }
 
-// receive is one long poll of up to 10 messages.
-func (c *consumer) receive(ctx context.Context) ([]types.Message, error) {
+// takeRoom waits until at least one more message may be held, and takes
+// room for as many as one receive returns, up to what is free.
+func (c *consumer) takeRoom(ctx context.Context) (int, error) {
+	if err := c.room.Acquire(ctx, 1); err != nil {
+		return 0, err
+	}
+	n := 1
+	for n < MaxBatchEntries && c.room.TryAcquire(1) {
+		n++
+	}
+	return n, nil
+}
+
+// receive is one long poll of up to most messages (at most 10).
+func (c *consumer) receive(ctx context.Context, most int) ([]types.Message, error) {
 	cfg := c.q.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.WaitTime+receiveMargin)
 	defer cancel()
 	out, err := c.q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(c.q.names.url),
-		MaxNumberOfMessages:         MaxBatchEntries,
+		MaxNumberOfMessages:         int32(most),
 		WaitTimeSeconds:             int32(cfg.WaitTime / time.Second),
 		VisibilityTimeout:           int32(cfg.VisibilityTimeout / time.Second),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameSentTimestamp},
@@ -154,9 +168,10 @@ func (c *consumer) receive(ctx context.Context) ([]types.Message, error) {
 }
 
 // take decodes received messages and holds them; it gives back the room
-// of the receive's slots that stayed empty. A message no release can read
-// goes to the dead-letter queue at once: no retry can make it readable.
-func (c *consumer) take(ctx context.Context, msgs []types.Message) []ports.Delivery {
+// taken for the receive (slots) that they do not fill. A message no
+// release can read goes to the dead-letter queue at once: no retry can
+// make it readable.
+func (c *consumer) take(ctx context.Context, msgs []types.Message, slots int) []ports.Delivery {
 	now := time.Now()
 	c.recordLag(now, msgs)
 	ds := make([]ports.Delivery, 0, len(msgs))
@@ -173,7 +188,7 @@ func (c *consumer) take(ctx context.Context, msgs []types.Message) []ports.Deliv
 		c.mu.Unlock()
 		ds = append(ds, ports.Delivery{Rides: rides, Receipt: r})
 	}
-	c.room.Release(int64(MaxBatchEntries - len(ds)))
+	c.room.Release(int64(slots - len(ds)))
 	return ds
 }
 

@@ -43,6 +43,7 @@ type Queue struct {
 
 	meanMu    sync.Mutex
 	meanRides float64 // rides per message lately; 0: none seen
+	meanCount int     // messages in meanRides, up to meanWindow
 
 	depthMu   sync.Mutex
 	depth     depthSample
@@ -188,10 +189,10 @@ const depthTimeout = 5 * time.Second
 // ApproximateNumberOfMessagesNotVisible, which counts every consumer's),
 // the rides in them, and the dead-letter queue's messages. SQS counts
 // messages only, so Rides is an estimate: the messages times the mean
-// rides per message this process has lately published or received (one a
-// message when it has seen none). A sample is reused for DepthInterval, so
-// callers that ask often cost one GetQueueAttributes of each queue per
-// interval.
+// rides per message of the messages this process has lately published or
+// received (meanWindow; one a message before it has seen any). A sample
+// is reused for DepthInterval, so callers that ask often cost one
+// GetQueueAttributes of each queue per interval.
 func (q *Queue) Depth(ctx context.Context) (ports.QueueDepth, error) {
 	s := q.sample(ctx)
 	if s.err != nil {
@@ -270,20 +271,18 @@ func (q *Queue) messagesIn(ctx context.Context, queueURL string) (int64, error) 
 	return n, nil
 }
 
-// meanWeight is the weight of the newest message in the running mean of
-// rides per message: about the last hundred messages count.
-const meanWeight = 0.01
+// meanWindow is about how many of the latest messages the mean rides per
+// message follows: it is the exact mean of the first meanWindow messages,
+// then a moving average in which each new message weighs 1/meanWindow.
+const meanWindow = 100
 
-// observeMessage feeds the running mean of rides per message with one
-// message published or received.
+// observeMessage feeds the mean rides per message with one message
+// published or received.
 func (q *Queue) observeMessage(rides int) {
 	q.meanMu.Lock()
 	defer q.meanMu.Unlock()
-	if q.meanRides == 0 {
-		q.meanRides = float64(rides)
-	} else {
-		q.meanRides += meanWeight * (float64(rides) - q.meanRides)
-	}
+	q.meanCount = min(q.meanCount+1, meanWindow)
+	q.meanRides += (float64(rides) - q.meanRides) / float64(q.meanCount)
 }
 
 func (q *Queue) ridesPerMessage() float64 {

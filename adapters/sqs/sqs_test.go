@@ -104,16 +104,30 @@ func take(t *testing.T, ch <-chan ports.Delivery, n int) []ports.Delivery {
 	return out
 }
 
-// nothingFor fails the test if a delivery comes within d: the way to show
-// that a message stays away (for as long as the test can wait).
-func nothingFor(t *testing.T, ch <-chan ports.Delivery, d time.Duration, why string) {
+// nothingFor fails the test if a delivery comes on ch or other (nil:
+// none) within d: the way to show that a message stays away (for as long
+// as the test can wait).
+func nothingFor(t *testing.T, ch, other <-chan ports.Delivery, d time.Duration, why string) {
 	t.Helper()
-	select {
-	case got, ok := <-ch:
-		if ok {
-			t.Fatalf("delivered %v within %v; want nothing: %s", got.Rides, d, why)
+	timeout := time.After(d)
+	for {
+		var got ports.Delivery
+		var ok bool
+		select {
+		case got, ok = <-ch:
+			if !ok {
+				ch = nil
+				continue
+			}
+		case got, ok = <-other:
+			if !ok {
+				other = nil
+				continue
+			}
+		case <-timeout:
+			return
 		}
-	case <-time.After(d):
+		t.Fatalf("delivered %v within %v; want nothing: %s", got.Rides, d, why)
 	}
 }
 
@@ -130,6 +144,14 @@ func publish(t *testing.T, q *sqs.Queue, rides []domain.LiftRide) {
 	t.Helper()
 	if err := q.Publish(sqstest.Context(t), rides); err != nil {
 		t.Fatalf("Publish(%d rides): %v", len(rides), err)
+	}
+}
+
+// publishEach publishes every ride as a message of its own.
+func publishEach(t *testing.T, q *sqs.Queue, rides []domain.LiftRide) {
+	t.Helper()
+	for _, r := range rides {
+		publish(t, q, []domain.LiftRide{r})
 	}
 }
 

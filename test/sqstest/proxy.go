@@ -159,8 +159,13 @@ func (p *Proxy) FailEntries(op string, n int, e EntryError) {
 	}
 }
 
-// Answered is how many requests of each operation the proxy has answered,
-// refused ones included.
+// EmptyReceives is the key of Answered that counts the ReceiveMessage
+// requests answered with no message.
+const EmptyReceives = "ReceiveMessage (empty)"
+
+// Answered is how many requests of each operation the proxy has taken
+// (counted as they arrive), refused ones included, and under
+// EmptyReceives how many receives it answered with no message.
 func (p *Proxy) Answered() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -239,6 +244,7 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 		case <-time.After(time.Duration(*req.WaitTimeSeconds) * time.Second):
 		case <-r.Context().Done():
 		}
+		p.countEmpty()
 		writeJSON(w, http.StatusOK, []byte("{}"))
 		return
 	}
@@ -254,7 +260,10 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 		var out struct {
 			Messages []struct{ ReceiptHandle string }
 		}
-		if json.Unmarshal(resp, &out) == nil && len(out.Messages) > 0 {
+		if json.Unmarshal(resp, &out) == nil && len(out.Messages) == 0 {
+			p.countEmpty()
+		}
+		if len(out.Messages) > 0 {
 			vis, err := p.visibilityOf(r.Context(), req.QueueUrl, req.VisibilityTimeout)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadGateway)
@@ -270,6 +279,12 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	copyHeaders(w, hdr)
 	writeJSON(w, status, resp)
+}
+
+func (p *Proxy) countEmpty() {
+	p.mu.Lock()
+	p.answered[EmptyReceives]++
+	p.mu.Unlock()
 }
 
 // inFlight counts the queue's messages received through the proxy whose

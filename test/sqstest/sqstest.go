@@ -82,6 +82,16 @@ func Endpoint(t testing.TB) string {
 	return endpoint
 }
 
+// Upstream is fauxqs itself, with no proxy in front: for tests of what
+// fauxqs does on its own.
+func Upstream(t testing.TB) string {
+	t.Helper()
+	if upstream == "" {
+		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
+	}
+	return upstream
+}
+
 // NewProxy starts a strict proxy with opts of the test's own in front of
 // the fauxqs Main started (to inject faults, count one test's requests or
 // lower the in-flight limit) and stops it when the test ends.
