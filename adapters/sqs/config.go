@@ -12,7 +12,10 @@ import (
 )
 
 // SQS's limits this adapter is built around (docs/sqs.md, "Limits", cites
-// each):
+// each). The largest message, 1 MiB (raised from 256 KiB in 2025;
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html),
+// is far above what the adapter sends: a message stays within one
+// billing chunk (MaxRidesPerMessage).
 const (
 	// BillingChunk is the payload one billed request carries: "each 64 KB
 	// chunk of a payload is billed as 1 request"
@@ -20,10 +23,6 @@ const (
 	// 256 KB message limit was 262,144 bytes, and a 256 KB payload bills 4
 	// requests.
 	BillingChunk = 64 * 1024
-	// MaxMessageSize is the largest message (body and attributes): 1 MiB
-	// since August 2025
-	// (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
-	MaxMessageSize = 1 << 20
 	// MaxBatchEntries is the most entries of one SendMessageBatch,
 	// DeleteMessageBatch or ChangeMessageVisibilityBatch, and the most
 	// messages one ReceiveMessage returns
@@ -101,7 +100,12 @@ type Config struct {
 	PublishTimeout time.Duration
 	// DepthInterval is how long a depth sample is reused: Depth costs at
 	// most one GetQueueAttributes of each queue per interval, however
-	// often /readyz, the metrics and admission control ask. Default 1s.
+	// often /readyz, the metrics and admission control ask (admission
+	// asks ten times a second). Default 10s: two requests per process
+	// every 10 s are about 520,000 billed requests a month, where every
+	// second would be 5.2 million, more than the rides of a month of the
+	// national chain cost to carry; and SQS's counts are approximate
+	// anyway, settling up to a minute after a change.
 	DepthInterval time.Duration
 	// Metrics receives the rides the adapter dead-letters itself. Default:
 	// none.
@@ -149,7 +153,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.PublishTimeout = 5 * time.Second
 	}
 	if c.DepthInterval == 0 {
-		c.DepthInterval = time.Second
+		c.DepthInterval = 10 * time.Second
 	}
 	switch {
 	case c.VisibilityTimeout < time.Second || c.VisibilityTimeout > MaxVisibilityTimeout || c.VisibilityTimeout%time.Second != 0:
