@@ -29,6 +29,7 @@ import (
 //     does at its in-flight quota;
 //   - a redrive policy must name a dead-letter queue that exists, with a
 //     maxReceiveCount of 1 to 1,000;
+//   - a message carries at most 10 attributes;
 //
 // and it injects, on demand, what SQS does under load and fauxqs never
 // does: whole requests refused (Refuse: throttling, internal errors) and
@@ -206,8 +207,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.batch(w, r, op, body, nil, p.forget)
 	case "ChangeMessageVisibilityBatch":
 		p.batch(w, r, op, body, p.checkVisibility, p.extend)
+	case "SendMessage":
+		p.checkAttributes(w, r, body)
 	case "SendMessageBatch":
-		p.batch(w, r, op, body, nil, nil)
+		p.batch(w, r, op, body, checkEntryAttributes, nil)
 	case "CreateQueue", "SetQueueAttributes":
 		p.checkRedrive(w, r, body)
 	default:
@@ -402,7 +405,37 @@ type entry struct {
 	Id                string
 	ReceiptHandle     string
 	VisibilityTimeout int
+	MessageAttributes map[string]json.RawMessage
 	raw               json.RawMessage
+}
+
+// maxAttributes is the most attributes a message carries
+// (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
+const maxAttributes = 10
+
+func tooManyAttributes(n int) *EntryError {
+	if n <= maxAttributes {
+		return nil
+	}
+	return &EntryError{Code: "InvalidParameterValue", Message: fmt.Sprintf("Number of message attributes [%d] exceeds the allowed maximum [%d].", n, maxAttributes), SenderFault: true}
+}
+
+func checkEntryAttributes(e entry, _ time.Time) *EntryError {
+	return tooManyAttributes(len(e.MessageAttributes))
+}
+
+// checkAttributes refuses a SendMessage whose message carries more
+// attributes than SQS allows (fauxqs takes any number) and forwards the
+// rest.
+func (p *Proxy) checkAttributes(w http.ResponseWriter, r *http.Request, body []byte) {
+	var req struct{ MessageAttributes map[string]json.RawMessage }
+	if json.Unmarshal(body, &req) == nil {
+		if e := tooManyAttributes(len(req.MessageAttributes)); e != nil {
+			writeError(w, APIError{http.StatusBadRequest, e.Code, e.Message})
+			return
+		}
+	}
+	p.pass(w, r, body)
 }
 
 // failedEntry is one entry of a batch answer's Failed list.

@@ -2,6 +2,7 @@ package sqstest_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -178,5 +179,32 @@ func TestRefuseAndFailEntries(t *testing.T) {
 	}
 	if got := px.Answered(); got["SendMessage"] != 1 || got["SendMessageBatch"] != 1 {
 		t.Errorf("Answered = %v; want one send and one batch", got)
+	}
+}
+
+// TestAMessageCarriesAtMostTenAttributes: SQS refuses a message of 11
+// attributes, alone or as a batch entry; fauxqs would take it.
+func TestAMessageCarriesAtMostTenAttributes(t *testing.T) {
+	c := noRetries(sqstest.Endpoint(t))
+	url := newQueue(t, c, nil)
+	attrs := func(n int) map[string]types.MessageAttributeValue {
+		m := map[string]types.MessageAttributeValue{}
+		for i := range n {
+			m[fmt.Sprintf("a%d", i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v")}
+		}
+		return m
+	}
+	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m"), MessageAttributes: attrs(10)}); err != nil {
+		t.Errorf("a message of 10 attributes: %v; want it sent", err)
+	}
+	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m"), MessageAttributes: attrs(11)}); errorCode(err) != "InvalidParameterValue" {
+		t.Errorf("a message of 11 attributes: %v; want InvalidParameterValue", err)
+	}
+	out, err := c.SendMessageBatch(sqstest.Context(t), &sqs.SendMessageBatchInput{QueueUrl: url, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("ok"), MessageBody: aws.String("m"), MessageAttributes: attrs(1)},
+		{Id: aws.String("many"), MessageBody: aws.String("m"), MessageAttributes: attrs(11)},
+	}})
+	if err != nil || len(out.Failed) != 1 || aws.ToString(out.Failed[0].Id) != "many" || !out.Failed[0].SenderFault {
+		t.Errorf("a batch with an entry of 11 attributes = %+v, %v; want that entry failed as the sender's fault", out, err)
 	}
 }
