@@ -50,10 +50,17 @@ command -v rabbitmqctl >/dev/null || fail "rabbitmqctl is needed by the RabbitMQ
 
 # dynalite (the DynamoDB the dynamo adapter's tests use) runs on Node.js and
 # is pinned in test/dynamodb; each test binary starts its own.
-command -v node >/dev/null || fail "node (Node.js) is not installed; dynalite needs it: apt-get install nodejs npm"
+command -v node >/dev/null || fail "node (Node.js) is not installed; dynalite and fauxqs need it: apt-get install nodejs npm"
 if [ ! -f test/dynamodb/node_modules/dynalite/cli.js ]; then
   echo "services: installing dynalite (npm ci --prefix test/dynamodb)"
   npm ci --prefix test/dynamodb --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/dynamodb failed"
+fi
+
+# fauxqs (the Amazon SQS stand-in the sqs adapter's tests use) runs on
+# Node.js too and is pinned in test/sqs; each test binary starts its own.
+if [ ! -f test/sqs/node_modules/fauxqs/package.json ]; then
+  echo "services: installing fauxqs (npm ci --prefix test/sqs)"
+  npm ci --prefix test/sqs --no-audit --no-fund >/dev/null || fail "npm ci --prefix test/sqs failed"
 fi
 
 # CloudFormation's resource specification (npm @aws-cdk/aws-service-spec,

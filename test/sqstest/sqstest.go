@@ -1,0 +1,157 @@
+// Package sqstest runs fauxqs, an Amazon SQS stand-in on Node.js, for the
+// sqs adapter's tests: there is no Docker on the machines, and fauxqs is
+// pinned in test/sqs/package.json (install: npm ci --prefix test/sqs).
+// Clients reach it through a strict proxy (Proxy) that refuses what SQS
+// refuses and fauxqs accepts, models SQS's in-flight quota, and injects
+// throttling and failed batch entries on demand; docs/sqs.md says what is
+// and is not modelled.
+//
+// A test binary starts one server in TestMain (Main), or uses the fauxqs
+// SKIDATA_TEST_SQS_ENDPOINT names; each test case then makes queues of its
+// own under a unique name (QueueName), so runs never see each other's
+// messages. The static credentials and the region here are for tests only.
+package sqstest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// EnvEndpoint names an already running fauxqs to use instead of starting
+// one.
+const EnvEndpoint = "SKIDATA_TEST_SQS_ENDPOINT"
+
+// Region is the region the tests' clients sign for.
+const Region = "us-east-1"
+
+var (
+	endpoint string // the strict proxy every test client goes through
+	upstream string // fauxqs itself
+)
+
+// Main starts fauxqs (unless EnvEndpoint is set) behind a strict proxy,
+// runs the tests and stops it. When fauxqs cannot be started it prints why
+// and how to fix it and returns a failing exit code: the tests never skip.
+// It gives the SDK's credential chain static test credentials when the
+// environment has none, so the adapter under test finds them as it would
+// on an instance.
+//
+//	func TestMain(m *testing.M) { os.Exit(sqstest.Main(m)) }
+func Main(m *testing.M) int {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		px, err := StartProxy(ep, Options{})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			return 1
+		}
+		defer px.Close()
+		endpoint, upstream = px.URL, ep
+		return m.Run()
+	}
+	srv, err := Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: no SQS test server (fauxqs): %v\n", err)
+		return 1
+	}
+	defer srv.Stop()
+	endpoint, upstream = srv.Endpoint, srv.Upstream
+	return m.Run()
+}
+
+// Endpoint is the strict proxy in front of the fauxqs Main started or was
+// given; it fails the test when Main was not called.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	if endpoint == "" {
+		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
+	}
+	return endpoint
+}
+
+// Upstream is fauxqs itself, with no proxy in front: for tests of what
+// fauxqs does on its own.
+func Upstream(t testing.TB) string {
+	t.Helper()
+	if upstream == "" {
+		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
+	}
+	return upstream
+}
+
+// NewProxy starts a strict proxy with opts of the test's own in front of
+// the fauxqs Main started (to inject faults, count one test's requests or
+// lower the in-flight limit) and stops it when the test ends.
+func NewProxy(t testing.TB, opts Options) *Proxy {
+	t.Helper()
+	if upstream == "" {
+		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
+	}
+	px, err := StartProxy(upstream, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	return px
+}
+
+var seq atomic.Int64
+
+// QueueName returns a queue name no other test in any run uses: SQS allows
+// 80 characters of letters, digits, hyphens and underscores, and the
+// dead-letter queue's name adds "-dlq".
+func QueueName(t testing.TB) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, t.Name())
+	suffix := fmt.Sprintf("-%d-%d-%d", time.Now().UnixNano()%1e9, os.Getpid(), seq.Add(1))
+	return name[:min(len(name), 80-len("-dlq")-len(suffix))] + suffix
+}
+
+// Client returns a client for endpoint with static test credentials.
+func Client(endpoint string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+}
+
+// Context returns a context that ends with the test.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// DeleteQueuesAtEnd deletes the named queues through endpoint when the test
+// ends, so a long run does not pile queues up in fauxqs.
+func DeleteQueuesAtEnd(t testing.TB, endpoint string, names ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c := Client(endpoint)
+		for _, name := range names {
+			if u, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err == nil {
+				_, _ = c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: u.QueueUrl})
+			}
+		}
+	})
+}
