@@ -86,8 +86,8 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	if cfg.Store == "memory" {
-		return 0, usageErr(fmt.Errorf("--store memory keeps nothing after the command; seed a store that lasts: --store postgres or one of the dynamo-* stores"))
+	if err := requireDurableStore(cfg, "seed"); err != nil {
+		return 0, err
 	}
 	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
@@ -102,6 +102,17 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 		return 0, fmt.Errorf("count resorts after seeding: %w", err)
 	}
 	return len(rs), nil
+}
+
+// requireDurableStore refuses a store that keeps nothing once the command
+// ends (what would be written there is lost at once); what names the
+// command's work. This is the one place the operations commands decide
+// durability, until the registry's store entries say it themselves.
+func requireDurableStore(cfg compose.Config, what string) error {
+	if cfg.Store == "memory" {
+		return usageErr(fmt.Errorf("--store memory keeps nothing after the command; %s a store that lasts: --store postgres or one of the dynamo-* stores", what))
+	}
+	return nil
 }
 
 // openForCommand opens (and so migrates) the database for a one-shot
