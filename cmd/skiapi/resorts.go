@@ -55,15 +55,11 @@ func resorts(args []string, stdout, stderr io.Writer) int {
 		})
 	default:
 		return oneShot("resorts list", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-			rs, closeStore, err := openResorts(ctx, cfg)
+			_, all, closeStore, err := openResorts(ctx, cfg)
 			if err != nil {
 				return "", err
 			}
-			defer closeStore()
-			all, err := rs.Resorts(ctx)
-			if err != nil {
-				return "", fmt.Errorf("list resorts: %w", err)
-			}
+			closeStore()
 			return resortsCSV(all), nil
 		})
 	}
@@ -80,19 +76,24 @@ func newResort(id int64, name string) (domain.Resort, error) {
 }
 
 // openResorts opens the resort table of the store cfg names, which must
-// outlive the command.
-func openResorts(ctx context.Context, cfg compose.Config) (ports.ResortStore, func(), error) {
+// outlive the command, and lists the resorts it holds.
+func openResorts(ctx context.Context, cfg compose.Config) (ports.ResortStore, []domain.Resort, func(), error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, usageErr(err)
+		return nil, nil, nil, usageErr(err)
 	}
 	if err := requireDurableStore(cfg, "register resorts in"); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return st.Resorts, closeStore, nil
+	have, err := st.Resorts.Resorts(ctx)
+	if err != nil {
+		closeStore()
+		return nil, nil, nil, fmt.Errorf("list resorts: %w", err)
+	}
+	return st.Resorts, have, closeStore, nil
 }
 
 // saveResorts writes the resorts that are new or renamed (a resort keeps
@@ -100,15 +101,11 @@ func openResorts(ctx context.Context, cfg compose.Config) (ports.ResortStore, fu
 // again changes nothing. It says what it did and how many resorts the store
 // holds.
 func saveResorts(ctx context.Context, cfg compose.Config, want []domain.Resort) (string, error) {
-	rs, closeStore, err := openResorts(ctx, cfg)
+	rs, have, closeStore, err := openResorts(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
 	defer closeStore()
-	have, err := rs.Resorts(ctx)
-	if err != nil {
-		return "", fmt.Errorf("list resorts: %w", err)
-	}
 	names := make(map[domain.ResortID]string, len(have))
 	for _, r := range have {
 		names[r.ID] = r.Name
