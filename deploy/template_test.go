@@ -563,20 +563,20 @@ type roleRides struct{ ports.RideStore }
 func (s roleRides) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	return s.RideStore.AddRides(asRoles(ctx, roleConsumer), rides)
 }
-func (s roleRides) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	return s.RideStore.UniqueSkiers(asRoles(ctx, roleAPI), resortID, seasonID, dayID)
+func (s roleRides) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
+	return s.RideStore.UniqueSkiers(asRoles(ctx, roleAPI), resortID, season, day)
 }
-func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	return s.RideStore.SkierDayVertical(asRoles(ctx, roleAPI), resortID, seasonID, dayID, skierID)
+func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
+	return s.RideStore.SkierDayVertical(asRoles(ctx, roleAPI), resortID, season, day, skierID)
 }
 func (s roleRides) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	return s.RideStore.SkierSeasonVerticals(asRoles(ctx, roleAPI), skierID, resortIDs)
 }
-func (s roleRides) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	return s.RideStore.SkierDays(asRoles(ctx, roleAPI), skierID, seasonID)
+func (s roleRides) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	return s.RideStore.SkierDays(asRoles(ctx, roleAPI), skierID, season)
 }
-func (s roleRides) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	return s.RideStore.SkierDayRides(asRoles(ctx, roleAPI), skierID, seasonID, dayID)
+func (s roleRides) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	return s.RideStore.SkierDayRides(asRoles(ctx, roleAPI), skierID, season, day)
 }
 
 // roleResorts: both roles build app.Catalog at start-up, which lists the
@@ -591,8 +591,8 @@ func (s roleResorts) Resorts(ctx context.Context) ([]domain.Resort, error) {
 func (s roleResorts) PutResort(ctx context.Context, r domain.Resort) error {
 	return s.ResortStore.PutResort(asRoles(ctx, roleAPI, roleConsumer), r)
 }
-func (s roleResorts) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
-	return s.ResortStore.AddSeason(asRoles(ctx, roleAPI), resortID, seasonID)
+func (s roleResorts) AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
+	return s.ResortStore.AddSeason(asRoles(ctx, roleAPI), resortID, season)
 }
 
 // runtimeActions runs what a serving instance does through a recorder, each

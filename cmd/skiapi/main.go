@@ -296,7 +296,7 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(&b, "unreadable  id=%s error=%q", d.MessageID, d.BodyErr)
 			} else {
 				r := d.Ride
-				fmt.Fprintf(&b, "resort=%d season=%s day=%d skier=%d time=%d lift=%d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID())
+				fmt.Fprintf(&b, "resort=%d season=%s day=%s skier=%d time=%d lift=%d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID())
 			}
 			fmt.Fprintf(&b, "  reason=%s queue=%s deaths=%d\n", d.Reason, d.Queue, d.Count)
 		}

@@ -142,7 +142,7 @@ func TestDLQListThenReplay(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, r := range rides {
-		want := fmt.Sprintf("resort=%d season=%s day=%d skier=%d time=%d lift=%d  reason=delivery_limit queue=%s.rides.v2.0 deaths=1",
+		want := fmt.Sprintf("resort=%d season=%s day=%s skier=%d time=%d lift=%d  reason=delivery_limit queue=%s.rides.v2.0 deaths=1",
 			r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID(), prefix)
 		if !strings.Contains(out, want) {
 			t.Errorf("dlq list does not show %q:\n%s", want, out)
