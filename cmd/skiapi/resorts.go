@@ -184,7 +184,7 @@ func parseResorts(r io.Reader) ([]domain.Resort, error) {
 		}
 		res, err := newResort(id, rec[1])
 		if err == nil && withSeasons {
-			res, err = domain.NewResort(res.ID, res.Name, strings.Fields(rec[2])...)
+			res, err = withSeasonsOf(res, rec[2])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
@@ -197,6 +197,20 @@ func parseResorts(r io.Reader) ([]domain.Resort, error) {
 	}
 }
 
+// withSeasonsOf is res with the seasons of a list's column: years
+// separated by spaces, each read as the API reads a season.
+func withSeasonsOf(res domain.Resort, column string) (domain.Resort, error) {
+	var seasons []domain.Season
+	for _, f := range strings.Fields(column) {
+		s, err := domain.ParseSeason(f)
+		if err != nil {
+			return domain.Resort{}, err
+		}
+		seasons = append(seasons, s)
+	}
+	return domain.NewResort(res.ID, res.Name, seasons...)
+}
+
 // resortsCSV is the resorts as `resorts import` reads them back: a header
 // id,name,seasons, one resort a row, its seasons separated by spaces.
 func resortsCSV(rs []domain.Resort) string {
@@ -204,7 +218,11 @@ func resortsCSV(rs []domain.Resort) string {
 	w := csv.NewWriter(&b)
 	_ = w.Write([]string{"id", "name", "seasons"})
 	for _, r := range rs {
-		_ = w.Write([]string{strconv.Itoa(int(r.ID)), r.Name, strings.Join(r.Seasons, " ")})
+		seasons := make([]string, len(r.Seasons))
+		for i, s := range r.Seasons {
+			seasons[i] = s.String()
+		}
+		_ = w.Write([]string{strconv.Itoa(int(r.ID)), r.Name, strings.Join(seasons, " ")})
 	}
 	w.Flush()
 	return b.String()

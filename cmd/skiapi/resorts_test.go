@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/test/dynamotest"
 	"github.com/skidata/skidata/test/pgtest"
 )
@@ -77,7 +78,7 @@ func TestResortsPutImportListOnEveryDurableStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = st.Resorts.AddSeason(ctx, 7, "2026")
+			err = st.Resorts.AddSeason(ctx, 7, domain.MustSeason("2026"))
 			closeStore()
 			if err != nil {
 				t.Fatal(err)
