@@ -24,6 +24,9 @@ type Handlers struct {
 	// ingest (RemoteAddress, or ForwardedAddress behind a load balancer),
 	// for its per-client rate limit; nil names none.
 	ClientAddress func(*http.Request) string
+	// Metrics, when set, is served at GET and HEAD /metrics beside the
+	// API's routes (it is not in openapi.yaml, nor counted in /statistics).
+	Metrics http.Handler
 }
 
 var _ StrictServerInterface = (*Handlers)(nil)
