@@ -290,7 +290,9 @@ func runPITR(t *testing.T, scenario func(*fakeState), stdin string, extra ...str
 	}
 	args := append([]string{"aws/pitr-restore.sh", "--time", "2026-11-23T08:00:00Z", "--table-prefix", "skidata-sharded-", "--consumer-group", "skidata-ConsumerGroup-1"}, extra...)
 	cmd := exec.Command("bash", args...)
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_AWS_STATE="+state)
+	// Every aws call is this test binary; built with -race, it would sleep
+	// a second at each exit (the race detector's atexit_sleep_ms).
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_AWS_STATE="+state, "GORACE=atexit_sleep_ms=0")
 	cmd.Stdin = strings.NewReader(stdin)
 	out, runErr := cmd.CombinedOutput()
 	raw, err = os.ReadFile(state)
