@@ -27,9 +27,6 @@ type server interface {
 	// restart stops it (how, drawn from rng, is the detail it returns),
 	// waits down, starts it again and returns once it takes connections.
 	restart(ctx context.Context, down time.Duration, rng *rand.Rand) (string, error)
-	// stop stops it for good and removes what it wrote, keeping its log
-	// in logDir.
-	stop(logDir string) error
 }
 
 // The fault kinds that restart a server.
@@ -148,6 +145,8 @@ func (s *postgresServer) restart(ctx context.Context, down time.Duration, rng *r
 	return detail, s.start(context.WithoutCancel(ctx))
 }
 
+// stop stops the server for good and removes what it wrote, keeping its
+// log in logDir.
 func (s *postgresServer) stop(logDir string) error {
 	out, err := s.run(context.Background(), "pg_ctl", "-D", s.data(), "-m", "immediate", "-w", "stop")
 	if err != nil {

@@ -127,6 +127,3 @@ func (n rabbitNode) restart(ctx context.Context, down time.Duration, rng *rand.R
 	}
 	return how, nil
 }
-
-// stop is the cluster's: the run stops it once, not node by node.
-func (n rabbitNode) stop(string) error { return nil }
