@@ -63,23 +63,17 @@ func (l *link) toxic(kind, attributes string) error {
 // heal removes every toxic: bytes held are delivered, in order.
 func (l *link) heal() { l.proxy.Toxics.ResetToxics(context.Background()) }
 
-// held is the latency that stands for a partition: far longer than any
-// fault lasts, so nothing crosses until heal.
-const held = time.Hour
-
 // partition holds every byte in both directions (new connections are
-// accepted, and stall the same way) until heal, which delivers them: a
-// partition shorter than TCP's retransmission timeout, seen from both
-// ends. Dropping the bytes instead and resuming would be no network's
-// behaviour (TCP delivers in order or breaks the connection) and would
-// desynchronise the protocols on top.
-func (l *link) partition() error {
-	return l.toxic("latency", fmt.Sprintf(`{"latency":%d}`, held.Milliseconds()))
-}
+// accepted by the proxy, and stall the same way) until heal, which lets
+// them through: a partition shorter than TCP's retransmission timeout,
+// seen from both ends. Dropping the bytes instead and resuming would be
+// no network's behaviour (TCP delivers in order or breaks the
+// connection) and would desynchronise the protocols on top.
+func (l *link) partition() error { return l.toxic(holdToxicType, "{}") }
 
 // slow adds latency ± jitter to every byte each way.
 func (l *link) slow(latency, jitter time.Duration) error {
-	return l.toxic("latency", fmt.Sprintf(`{"latency":%d,"jitter":%d}`, latency.Milliseconds(), jitter.Milliseconds()))
+	return l.toxic(slowToxicType, fmt.Sprintf(`{"latency":%d,"jitter":%d}`, latency.Milliseconds(), jitter.Milliseconds()))
 }
 
 // cut closes every connection and refuses new ones until restore: a
@@ -110,11 +104,12 @@ var handedOut struct {
 
 // freePort finds a loopback port that is free now and was never handed
 // out before, together with port+offset (RabbitMQ's distribution port)
-// when offset > 0. Ports are drawn below Linux's ephemeral range (32768
-// and up), from which the kernel hands out the ports of outgoing
-// connections and of listeners on port 0: a port a server or proxy gives
-// up for a moment and takes back (a restart, a cut) is then unlikely to
-// be taken meanwhile.
+// when offset > 0. Ports are drawn from 10000 to 19999: below Linux's
+// ephemeral range (32768 and up), from which the kernel hands out the
+// ports of outgoing connections and of listeners on port 0, so that a
+// port a server or proxy gives up for a moment and takes back (a restart,
+// a cut) is unlikely to be taken meanwhile; and below the AMQP ports the
+// cluster tests of test/e2e draw for their nodes (from 20000).
 func freePort(offset int) (int, error) {
 	free := func(p int) bool {
 		if handedOut.ports[p] {
@@ -133,7 +128,7 @@ func freePort(offset int) (int, error) {
 		handedOut.ports = map[int]bool{}
 	}
 	for range 1000 {
-		p := 10000 + rand.IntN(12000)
+		p := 10000 + rand.IntN(10000)
 		if free(p) && free(p+1) && (offset == 0 || free(p+offset)) {
 			handedOut.ports[p], handedOut.ports[p+1] = true, true
 			if offset > 0 {
@@ -142,5 +137,5 @@ func freePort(offset int) (int, error) {
 			return p, nil
 		}
 	}
-	return 0, errors.New("no free loopback port found between 10000 and 22000")
+	return 0, errors.New("no free loopback port found between 10000 and 20000")
 }

@@ -132,9 +132,12 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 	}()
 	e := env{rabbitmqScript: c.RabbitMQScript}
 	var backends []*started
-	for _, b := range []backend{m.Queue, m.Store} {
-		r.say("starting servers")
-		s, err := b(ctx, e)
+	for _, b := range []struct {
+		what  string
+		start backend
+	}{{"the queue's", m.Queue}, {"the store's", m.Store}} {
+		r.say("starting %s servers", b.what)
+		s, err := b.start(ctx, e)
 		if err != nil {
 			return nil, Totals{}, nil, err
 		}
