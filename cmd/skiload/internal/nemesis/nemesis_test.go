@@ -58,7 +58,8 @@ func (l *lockedBuffer) String() string {
 // NEMESIS_SEED repeats it), and fails on anything the checker finds: a
 // ride lost, doubled or phantom, a total that does not add up, a process
 // that did not recover, hung or crashed. The modes run at once, each with
-// servers, proxies and processes of its own.
+// servers, proxies and processes of its own (they mostly wait on them);
+// each has its subtest for the verdict.
 func TestShortRunHoldsInEveryMode(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("NEMESIS_SEED"); s != "" {
@@ -68,21 +69,25 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d (NEMESIS_SEED=%d repeats its draws)", seed, seed)
-	for _, m := range Modes {
+	reports := make([]Report, len(Modes))
+	progress := make([]lockedBuffer, len(Modes))
+	var wg sync.WaitGroup
+	for i, m := range Modes {
+		c := DefaultConfig()
+		c.Skiapi, c.Seed, c.Out = skiapi, seed, t.TempDir()
+		c.RabbitMQScript = "../../../../scripts/rabbitmq-cluster.sh"
+		c.Duration, c.Rate = 30*time.Second, 100
+		c.FaultMin, c.FaultMax, c.FaultGap = 500*time.Millisecond, 2*time.Second, time.Second
+		c.RestartDelay = 500 * time.Millisecond
+		wg.Go(func() { reports[i] = RunMode(context.Background(), c, m, &progress[i]) })
+	}
+	wg.Wait()
+	for i, m := range Modes {
 		t.Run(m.Name, func(t *testing.T) {
-			t.Parallel()
-			c := DefaultConfig()
-			c.Skiapi, c.Seed, c.Out = skiapi, seed, t.TempDir()
-			c.RabbitMQScript = "../../../../scripts/rabbitmq-cluster.sh"
-			c.Duration, c.Rate = 30*time.Second, 100
-			c.FaultMin, c.FaultMax, c.FaultGap = 500*time.Millisecond, 2*time.Second, time.Second
-			c.RestartDelay = 500 * time.Millisecond
-			var progress lockedBuffer
-			rep := RunMode(context.Background(), c, m, &progress)
 			var text bytes.Buffer
-			rep.Print(&text)
-			if !rep.OK() || len(rep.NotInjected) > 0 {
-				t.Errorf("%s\nprogress:\n%s", text.String(), progress.String())
+			reports[i].Print(&text)
+			if !reports[i].OK() || len(reports[i].NotInjected) > 0 {
+				t.Errorf("%s\nprogress:\n%s", text.String(), progress[i].String())
 				return
 			}
 			t.Logf("\n%s", text.String())
