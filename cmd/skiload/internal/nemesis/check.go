@@ -139,15 +139,10 @@ func Check(h History, stored Stored, totals Totals) Verdict {
 		}
 		return out
 	}
-	v.Sent = len(order)
+	v.Sent, v.Created, v.Refused = tally(h.Ops)
 	for _, r := range order {
 		ops := posts[r]
 		created := slices.ContainsFunc(ops, func(o Op) bool { return o.Status == 201 })
-		if created {
-			v.Created++
-		} else {
-			v.Refused++
-		}
 		switch n := stored[r]; {
 		case created && n == 0:
 			v.Lost++
@@ -219,6 +214,21 @@ func Check(h History, stored Stored, totals Totals) Verdict {
 		v.BackwardReads += backward(ops)
 	}
 	return v
+}
+
+// tally counts the rides sent, those answered 201 and those answered
+// otherwise (or not at all). Every ride is posted once.
+func tally(ops []Op) (sent, created, refused int) {
+	for _, o := range ops {
+		switch {
+		case o.Kind != OpPost:
+		case o.Status == 201:
+			created++
+		default:
+			refused++
+		}
+	}
+	return created + refused, created, refused
 }
 
 // backward counts the reads that answered less than a read which had

@@ -110,10 +110,16 @@ func RunMode(ctx context.Context, c Config, m Mode, progress io.Writer) Report {
 	r.mu.Lock()
 	hist, violations := r.hist, r.violations
 	r.mu.Unlock()
-	rep.fill(hist, Check(hist, stored, totals), violations, notInjected)
-	if err != nil {
+	// A run that could not be carried out to the end is not checked: what
+	// it read of the store, if anything, is no verdict.
+	var v Verdict
+	if err == nil {
+		v = Check(hist, stored, totals)
+	} else {
 		rep.Error = err.Error()
+		v.Sent, v.Created, v.Refused = tally(hist.Ops)
 	}
+	rep.fill(hist, v, violations, notInjected)
 	if err := r.write(dir, hist, &rep); err != nil && rep.Error == "" {
 		rep.Error = err.Error()
 	}
