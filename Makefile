@@ -3,14 +3,14 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: test test-cluster test-deploy run generate check-generated vet fmt-check services build release
+.PHONY: test test-cluster test-deploy soak run generate check-generated vet fmt-check services build release
 
 ## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race.
 ## The packages whose tests mostly wait (RabbitMQ nodes booting, processes
 ## started and killed, dynalite) go first, and four programs (compiles or
 ## test binaries) run at once rather than one per core: while one waits,
 ## another compiles.
-SLOW_FIRST := ./test/e2e/ ./adapters/dynamo/ ./cmd/skiload/ ./cmd/skibench/internal/bench/ ./deploy/
+SLOW_FIRST := ./test/e2e/ ./cmd/skiload/internal/nemesis/ ./adapters/dynamo/ ./cmd/skiload/ ./cmd/skibench/internal/bench/ ./deploy/
 test: services fmt-check vet
 	$(GO) test -race -count=1 -p 4 -timeout 20m $(SLOW_FIRST) ./...
 
@@ -26,6 +26,20 @@ test-cluster: services
 ## Prometheus rules (promtool) and the dashboard
 test-deploy: services
 	$(GO) test -count=1 -v ./deploy/
+
+## soak: the nemesis (docs/reliability.md): every mode in turn under
+## random faults for SOAK_DURATION, then every ride accounted for; each
+## mode ends with "MODE lost=N duplicated=N phantom=N faults=N", and the
+## target fails on any violation. SOAK_MODES picks modes (comma-separated,
+## e.g. rabbitmq-postgres,rabbitmq-cluster), SOAK_SEED repeats a run's
+## draws. Histories, reports, charts and logs go to soak/<mode>/. Runs
+## PostgreSQL and RabbitMQ nodes of its own, never the machine's.
+SOAK_DURATION ?= 10m
+SOAK_MODES ?=
+SOAK_SEED ?= 0
+soak:
+	$(GO) build -o bin/ ./cmd/skiapi ./cmd/skiload
+	bin/skiload nemesis --skiapi bin/skiapi --duration $(SOAK_DURATION) --seed $(SOAK_SEED) $(if $(SOAK_MODES),--modes $(SOAK_MODES)) --out soak
 
 ## run: the service in memory mode on :8080
 run:

@@ -12,6 +12,7 @@
 #   scripts/rabbitmq-cluster.sh stop DIR            # every node still up
 #   scripts/rabbitmq-cluster.sh stop-node DIR N     # one node (1..3), cleanly
 #   scripts/rabbitmq-cluster.sh kill-node DIR N     # one node, SIGKILL (a crash)
+#   scripts/rabbitmq-cluster.sh start-node DIR N PORT  # a node stopped or killed, again
 #   scripts/rabbitmq-cluster.sh ctl DIR N ARGS...   # rabbitmqctl -n node N
 #   scripts/rabbitmq-cluster.sh queues DIR N ARGS...  # rabbitmq-queues -n node N
 #
@@ -27,7 +28,7 @@ set -euo pipefail
 RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
 fail() { echo "rabbitmq-cluster: $*" >&2; exit 1; }
 
-[ $# -ge 2 ] || fail "usage: $0 start|stop|stop-node|ctl|queues DIR ..."
+[ $# -ge 2 ] || fail "usage: $0 start|stop|stop-node|kill-node|start-node|ctl|queues DIR ..."
 cmd=$1 dir=$2
 shift 2
 [ -x "$RMQ_BIN/rabbitmq-server" ] || fail "$RMQ_BIN/rabbitmq-server not found (apt-get install rabbitmq-server)"
@@ -80,6 +81,20 @@ EOF
   echo $! >"$nd/launcher.pid"
 }
 
+# await_node N: await_startup fails at once while the node is not yet
+# registered with epmd, so it is retried until the node answers (up to
+# 120 s), or until the node's launcher has exited: a node that stopped or
+# crashed while starting (a port taken since it was chosen) will not answer.
+await_node() {
+  local n=$1
+  for _ in $(seq 1 240); do
+    if ctl "$n" await_startup --timeout 120 >/dev/null 2>&1; then return 0; fi
+    kill -0 "$(cat "$dir/node$n/launcher.pid")" 2>/dev/null || fail "node $(node_name "$n") exited while starting; see $dir/node$n/log"
+    sleep 0.5
+  done
+  fail "node $(node_name "$n") did not start; see $dir/node$n/log"
+}
+
 case $cmd in
 start)
   { [ $# -ge 1 ] && [ $# -le 3 ]; } || fail "start needs one to three AMQP ports"
@@ -95,19 +110,7 @@ start)
     start_node "$n" "$port"
     n=$((n + 1))
   done
-  # await_startup fails at once while the node is not yet registered with
-  # epmd, so it is retried until the node answers (up to 120 s), or until
-  # the node's launcher has exited: a node that stopped or crashed while
-  # starting (a port taken since it was chosen) will not answer.
-  for n in $nodes; do
-    ok=
-    for _ in $(seq 1 240); do
-      if ctl "$n" await_startup --timeout 120 >/dev/null 2>&1; then ok=1; break; fi
-      kill -0 "$(cat "$dir/node$n/launcher.pid")" 2>/dev/null || fail "node $(node_name "$n") exited while starting; see $dir/node$n/log"
-      sleep 0.5
-    done
-    [ -n "$ok" ] || fail "node $(node_name "$n") did not start; see $dir/node$n/log"
-  done
+  for n in $nodes; do await_node "$n"; done
   for n in $nodes; do
     [ "$n" = 1 ] && continue
     ctl "$n" stop_app >/dev/null
@@ -147,6 +150,13 @@ kill-node)
     sleep 0.1
   done
   fail "node $1 (pid $pid) still alive 10 s after SIGKILL"
+  ;;
+start-node)
+  # A node of a cluster started here before rejoins it by itself (its
+  # membership is in its data directory).
+  [ $# -eq 2 ] || fail "start-node needs a node number and its AMQP port"
+  start_node "$1" "$2"
+  await_node "$1"
   ;;
 ctl)
   n=$1; shift

@@ -14,7 +14,7 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/amqptest"
-	"github.com/skidata/skidata/test/faultproxy"
+	"github.com/skidata/skidata/test/proxytest"
 	"github.com/skidata/skidata/test/queuetest"
 )
 
@@ -101,7 +101,7 @@ func TestRedialTakesTheNextURLRoundRobin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxies := []*faultproxy.Proxy{faultproxy.Start(t, live.Host), faultproxy.Start(t, live.Host)}
+	proxies := []*proxytest.Proxy{proxytest.Start(t, live.Host), proxytest.Start(t, live.Host)}
 	urls := make([]string, len(proxies))
 	for i, p := range proxies {
 		u := *live

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/skidata/skidata/cmd/skiload/internal/loadgen"
+	"github.com/skidata/skidata/cmd/skiload/internal/nemesis"
 )
 
 func main() {
@@ -34,6 +35,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	if len(args) > 0 && args[0] == "sweep" {
 		return sweep(ctx, args[1:], stdout, stderr, tty)
+	}
+	if len(args) > 0 && args[0] == "nemesis" {
+		return runNemesis(ctx, args[1:], stdout, stderr, tty)
 	}
 	cfg := loadgen.DefaultConfig()
 	o, code, ok := parse("skiload", runUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
@@ -120,6 +124,21 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, tty boo
 	return o.profiled(stderr, func() int { return loadgen.RunSweep(ctx, cfg, stdout, o.progress) })
 }
 
+// runNemesis runs `skiload nemesis`: the service under random faults,
+// every ride accounted for afterwards.
+func runNemesis(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	cfg := nemesis.DefaultConfig()
+	o, code, ok := parse("skiload nemesis", nemesisUsage, cfg.RegisterFlags, func() error { return cfg.Validate() }, args, stderr, tty)
+	if !ok {
+		return code
+	}
+	progress := io.Writer(stderr)
+	if o.progress.Out == nil { // --quiet
+		progress = io.Discard
+	}
+	return o.profiled(stderr, func() int { return nemesis.Run(ctx, cfg, stdout, progress) })
+}
+
 // runUsage is what `skiload --help` prints before the flags.
 const runUsage = `Usage: skiload [flags]
 
@@ -160,6 +179,33 @@ Example (RabbitMQ quorum + PostgreSQL):
     --service-flags "--store postgres --database-url postgres://postgres@127.0.0.1:5432/test --queue rabbitmq" \
     --vary batch-size=100,500,2000 --vary batch-linger=5ms,20ms \
     --vary publish-linger=0s,5ms --chart sweep.svg --json sweep.json
+
+Flags:
+`
+
+// nemesisUsage is what `skiload nemesis --help` prints before the flags.
+const nemesisUsage = `Usage: skiload nemesis [flags]
+
+Runs the service under random faults, mode after mode (--modes), and
+accounts for every ride afterwards (docs/reliability.md). For each mode it
+starts servers of its own (a PostgreSQL in a temporary directory, RabbitMQ
+nodes through --rabbitmq-script; never the machine's), an in-process
+toxiproxy proxy on every link from a skiapi process to a server, and
+--skiapi as the mode's processes, started again whenever they exit. For
+--duration it sends --rate requests a second (POSTs of unique, numbered
+rides; one in --get-every a GET of the same skier) while it injects
+faults drawn from --seed, one or two at a time: kill, term and pause of
+each process; partition, cut and latency of each link; a restart of the
+database and of a broker node. Then it waits for the processes to be
+ready and the queue to drain, reads the store's rows and the API's
+totals, and checks: every ride answered 201 stored exactly once, no
+other ride stored twice, nothing stored that was never sent, every total
+equal to the stored rides' sum. Each mode's history.jsonl, report.json,
+report.svg and logs go to --out/<mode>; each mode ends with the line
+"MODE lost=N duplicated=N phantom=N faults=N". Run as root (as make soak
+is) it starts PostgreSQL as the postgres user. Exit 0 when every mode
+held, 1 on any violation or a run that could not be carried out, 2 bad
+usage.
 
 Flags:
 `

@@ -291,6 +291,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"--cpu-metrics", "consumer=127.0.0.1:8081"}, 2},
 		{[]string{"--client", "curl"}, 2},
 		{[]string{"sweep", "--vary", "batch-size=10", "--client", "curl"}, 2},
+		{[]string{"nemesis", "--help"}, 0},
+		{[]string{"nemesis", "--modes", "rabbitmq-postgres,no-such-mode"}, 2},
+		{[]string{"nemesis", "--fault-min", "5s", "--fault-max", "1s"}, 2},
+		{[]string{"nemesis", "--get-every", "1"}, 2},
 		{[]string{"extra-arg"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -43,6 +43,14 @@ func Render(t testing.TB, svg io.Reader) image.Image {
 // not its middle.
 func Columns(t testing.TB, img image.Image, hex string) int {
 	t.Helper()
+	return ColumnsWithin(t, img, hex, 24)
+}
+
+// ColumnsWithin is Columns with a tolerance of its own on each channel
+// (0-255): a small one tells a flat fill (a shaded window) from the
+// anti-aliased edge of a line that happens to come close to its colour.
+func ColumnsWithin(t testing.TB, img image.Image, hex string, tolerance int) int {
+	t.Helper()
 	v, err := strconv.ParseUint(strings.TrimPrefix(hex, "#"), 16, 32)
 	if err != nil {
 		t.Fatalf("colour %q: %v", hex, err)
@@ -53,7 +61,7 @@ func Columns(t testing.TB, img image.Image, hex string) int {
 	for x := b.Min.X; x < b.Max.X; x++ {
 		for y := b.Min.Y; y < b.Max.Y; y++ {
 			r, g, bl, _ := img.At(x, y).RGBA()
-			if near(r>>8, c.R) && near(g>>8, c.G) && near(bl>>8, c.B) {
+			if near(r>>8, c.R, tolerance) && near(g>>8, c.G, tolerance) && near(bl>>8, c.B, tolerance) {
 				n++
 				break
 			}
@@ -62,4 +70,7 @@ func Columns(t testing.TB, img image.Image, hex string) int {
 	return n
 }
 
-func near(a uint32, b uint8) bool { d := int(a) - int(b); return d > -24 && d < 24 }
+func near(a uint32, b uint8, tolerance int) bool {
+	d := int(a) - int(b)
+	return d > -tolerance && d < tolerance
+}

@@ -18,7 +18,7 @@ import (
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
-	"github.com/skidata/skidata/test/faultproxy"
+	"github.com/skidata/skidata/test/proxytest"
 )
 
 // expectShed checks a deliberate refusal: the status, Retry-After, and a
@@ -175,7 +175,7 @@ func TestAFullQueueIsBackpressure(t *testing.T) {
 // the next POST is refused at once, counted as breaker_open.
 func TestBreakerOpensWhenTheQueueKeepsFailing(t *testing.T) {
 	cfg := rabbitConfig(t, "breaker")
-	proxy := faultproxy.Start(t, hostOf(t, cfg.AMQP.URL))
+	proxy := proxytest.Start(t, hostOf(t, cfg.AMQP.URL))
 	cfg.AMQP.URL = viaProxy(t, cfg.AMQP.URL, proxy.Addr())
 	cfg.AMQP.PublishTimeout = 500 * time.Millisecond
 	cfg.Breaker = breaker.Config{Failures: 3, OpenFor: time.Hour}

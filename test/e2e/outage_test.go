@@ -15,8 +15,8 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
-	"github.com/skidata/skidata/test/faultproxy"
 	"github.com/skidata/skidata/test/pgtest"
+	"github.com/skidata/skidata/test/proxytest"
 )
 
 // viaProxy is the URL (PostgreSQL, AMQP) with its host replaced by the
@@ -67,7 +67,7 @@ func TestStoreOutageLongerThanDeliveryLimitDeadLettersNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := faultproxy.Start(t, upstream.Host)
+	proxy := proxytest.Start(t, upstream.Host)
 	amqpURL, prefix := rabbitTopology(t, "outage", func(c *rabbitmq.Config) { c.DeliveryLimit = 2 })
 	common := []string{"--queue", "rabbitmq", "--amqp-url", amqpURL, "--amqp-prefix", prefix, "--amqp-delivery-limit", "2",
 		"--store", "postgres", "--db-schema", cfg.Postgres.Schema, "--shutdown-timeout", "30s"}

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"fmt"
+	"html"
 	"io"
 	"strconv"
 	"time"
@@ -23,7 +24,7 @@ func WriteChart(w io.Writer, title string, s Series) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(bw, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(bw, `<text x="%d" y="22" font-size="16" font-weight="bold">%s</text>`+"\n", left, escape(title))
+	fmt.Fprintf(bw, `<text x="%d" y="22" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
 	tp := make([]float64, len(s.Buckets))
 	p99 := make([]float64, len(s.Buckets))
 	for i, b := range s.Buckets {
@@ -60,7 +61,7 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 	n := max(len(ys), 1)
 	px := func(i int) float64 { return float64(x0) + float64(i)*float64(pw)/float64(n) }
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
-	axisBox(w, x0, y0, pw, ph, label, peak, decimals(peak))
+	AxisBox(w, x0, y0, pw, ph, label, peak, decimals(peak))
 	step := max(1, (n+9)/10)
 	for i := 0; i <= n; i += step {
 		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", px(i), y0+ph+16,
@@ -73,10 +74,10 @@ func panel(w io.Writer, ys []float64, width time.Duration, x0, y0, pw, ph int, l
 	fmt.Fprintln(w, `"/>`)
 }
 
-// axisBox draws a panel's label, frame and y ticks at 0, ½ and peak.
-func axisBox(w io.Writer, x0, y0, pw, ph int, label string, peak float64, decimals int) {
+// AxisBox draws a panel's label, frame and y ticks at 0, ½ and peak.
+func AxisBox(w io.Writer, x0, y0, pw, ph int, label string, peak float64, decimals int) {
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
-	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, escape(label))
+	fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, y0-8, html.EscapeString(label))
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
 	for _, f := range []float64{0, 0.5, 1} {
 		v := peak * f
@@ -92,21 +93,4 @@ func decimals(peak float64) int {
 		return 0
 	}
 	return 1
-}
-
-func escape(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '<':
-			out = append(out, "&lt;"...)
-		case '>':
-			out = append(out, "&gt;"...)
-		case '&':
-			out = append(out, "&amp;"...)
-		default:
-			out = append(out, s[i])
-		}
-	}
-	return string(out)
 }

@@ -88,6 +88,10 @@ type OpenLoop struct {
 	// by Count/Rate + Grace.
 	Grace time.Duration
 	Clock Clock
+	// KeepBody keeps each 2xx answer's body (up to 64 KB) in
+	// Result.Body, for a caller that checks what a GET said; otherwise
+	// it is read and dropped.
+	KeepBody bool
 }
 
 // Duration is the span of the intended starts.
@@ -123,7 +127,7 @@ func (o OpenLoop) Run(ctx context.Context, client *http.Client, build func(i int
 	var wg sync.WaitGroup
 	work := func(j job) {
 		sent := o.Clock.Now()
-		res := sendOnce(client, j.req)
+		res := sendOnce(client, j.req, o.KeepBody)
 		done := o.Clock.Now()
 		res.Start, res.Lag, res.Latency = j.intended, sent.Sub(j.intended), done.Sub(j.intended)
 		record(j.i, res)
@@ -173,9 +177,9 @@ schedule:
 }
 
 // sendOnce sends req once (no retries: a retry would be an arrival the
-// schedule did not plan) and reads the answer; the body is kept only for a
-// failure's reason.
-func sendOnce(client *http.Client, req *http.Request) Result {
+// schedule did not plan) and reads the answer; the body is kept for a
+// failure's reason, and of a success when keep is set.
+func sendOnce(client *http.Client, req *http.Request, keep bool) Result {
 	resp, err := client.Do(req)
 	if err != nil {
 		return Result{Err: err}
@@ -183,10 +187,16 @@ func sendOnce(client *http.Client, req *http.Request) Result {
 	defer resp.Body.Close()
 	st := resp.StatusCode
 	if st < 400 {
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		var body []byte
+		if keep {
+			body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		} else {
+			_, err = io.Copy(io.Discard, resp.Body)
+		}
+		if err != nil {
 			return Result{Status: st, Err: fmt.Errorf("read answer: %w", err)}
 		}
-		return Result{Status: st}
+		return Result{Status: st, Body: body}
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	return Result{Status: st, Err: &StatusError{Status: st, Body: string(b)}}

@@ -276,3 +276,27 @@ func TestGetCasesAskAboutTheSeedsRides(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopKeepsSuccessBodiesWhenAsked: with KeepBody each 2xx
+// answer's body comes back in the result (what a GET read); without, it
+// is read and dropped.
+func TestOpenLoopKeepsSuccessBodiesWhenAsked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.TrimPrefix(r.URL.Path, "/"))
+	}))
+	t.Cleanup(srv.Close)
+	for _, keep := range []bool{true, false} {
+		loop := OpenLoop{Rate: 1000, Count: 5, MaxInFlight: 5, Grace: time.Minute, Clock: newFakeClock(), KeepBody: keep}
+		got := &collect{t: t, res: map[int]Result{}}
+		loop.Run(context.Background(), NewHTTPClient(5, 10*time.Second), indexed(srv.URL), got.record)
+		for i, r := range got.res {
+			want := ""
+			if keep {
+				want = strconv.Itoa(i)
+			}
+			if r.Err != nil || string(r.Body) != want {
+				t.Errorf("KeepBody %v: request %d body %q, %v; want %q", keep, i, r.Body, r.Err, want)
+			}
+		}
+	}
+}

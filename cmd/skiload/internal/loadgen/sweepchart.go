@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"fmt"
+	"html"
 	"io"
 )
 
@@ -43,7 +44,7 @@ func WriteSweepChart(w io.Writer, title string, points []SweepPoint) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", width, height)
 	fmt.Fprintf(bw, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(bw, `<text x="%d" y="24" font-size="15" font-weight="bold">%s</text>`+"\n", left, escape(title))
+	fmt.Fprintf(bw, `<text x="%d" y="24" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
 
 	stacks := make([][]float64, len(points))
 	p99 := make([][]float64, len(points))
@@ -62,17 +63,17 @@ func WriteSweepChart(w io.Writer, title string, points []SweepPoint) error {
 	for i, p := range points {
 		x := left + i*slot + slot/2
 		for j, s := range p.Settings {
-			fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", x, y3+panelH+16+14*j, escape(s.Value))
+			fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", x, y3+panelH+16+14*j, html.EscapeString(s.Value))
 		}
 	}
 	for j, s := range firstSettings(points) {
-		fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, y3+panelH+16+14*j, escape(s.Flag))
+		fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, y3+panelH+16+14*j, html.EscapeString(s.Flag))
 	}
 	for k, n := range names {
 		lx := width - right + 16
 		ly := top + 14 + 18*k
 		fmt.Fprintf(bw, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", lx, ly-10, SweepColors[k%len(SweepColors)])
-		fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", lx+18, ly, escape(n))
+		fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", lx+18, ly, html.EscapeString(n))
 	}
 	fmt.Fprintln(bw, "</svg>")
 	if err := bw.Flush(); err != nil {
@@ -104,7 +105,7 @@ func bars(w io.Writer, stacks [][]float64, colors []string, x0, y0, slot, ph int
 	}
 	pw := slot * max(len(stacks), 1)
 	py := func(v float64) float64 { return float64(y0+ph) - v/peak*float64(ph) }
-	axisBox(w, x0, y0, pw, ph, label, peak, sweepDecimals(peak))
+	AxisBox(w, x0, y0, pw, ph, label, peak, sweepDecimals(peak))
 	for i, s := range stacks {
 		base := 0.0
 		x := x0 + i*slot + slot/5

@@ -1,11 +1,11 @@
-package faultproxy_test
+package proxytest_test
 
 import (
 	"bufio"
 	"net"
 	"testing"
 
-	"github.com/skidata/skidata/test/faultproxy"
+	"github.com/skidata/skidata/test/proxytest"
 )
 
 // echoServer answers every line with the same line.
@@ -58,7 +58,7 @@ func dialEcho(t *testing.T, addr, line, when string) net.Conn {
 }
 
 func TestCutClosesConnectionsAndRestoreForwardsAgain(t *testing.T) {
-	p := faultproxy.Start(t, echoServer(t))
+	p := proxytest.Start(t, echoServer(t))
 	c := dialEcho(t, p.Addr(), "hello", "through the proxy")
 	p.Cut()
 	if _, err := roundTrip(c, "again"); err == nil {
