@@ -126,7 +126,7 @@ type QueueDriver struct {
 // DeadLetterQueue is where a queue keeps the rides it gave up on.
 type DeadLetterQueue interface {
 	// DLQList returns up to limit dead letters without removing them.
-	DLQList(ctx context.Context, limit int) ([]rabbitmq.DeadLetter, error)
+	DLQList(ctx context.Context, limit int) ([]ports.DeadLetter, error)
 	// DLQReplay moves every readable dead letter back to the ride queue
 	// and returns how many rides it moved.
 	DLQReplay(ctx context.Context) (int, error)

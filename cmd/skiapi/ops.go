@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/ports"
 )
 
 // errUsage marks an error in how a one-shot command was asked for (a flag
@@ -100,8 +100,8 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 
 // listDeadLetters returns up to limit rides from the dead-letter queue
 // without removing them.
-func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]rabbitmq.DeadLetter, error) {
-	var out []rabbitmq.DeadLetter
+func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]ports.DeadLetter, error) {
+	var out []ports.DeadLetter
 	err := withDeadLetters(ctx, cfg, func(q compose.DeadLetterQueue) error {
 		var err error
 		out, err = q.DLQList(ctx, limit)
