@@ -16,7 +16,7 @@ import (
 // nobody consumes, so it gives up when its request ends), and the
 // persister then does not linger; in front of the memory store, which dies
 // with the process too, a publish returns at once and the persister
-// lingers for --batch-linger. Behind RabbitMQ, which keeps what it
+// lingers for --batch-linger. Behind RabbitMQ or SQS, which keep what they
 // confirmed, the persister lingers whatever the store.
 func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *testing.T) {
 	for _, c := range []struct {
@@ -29,6 +29,8 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 		{"memory", "rabbitmq", false},
 		{"postgres", "rabbitmq", false},
 		{"dynamo-counters", "rabbitmq", false},
+		{"postgres", "sqs", false},
+		{"memory", "sqs", false},
 	} {
 		cfg := DefaultConfig()
 		cfg.Store, cfg.Queue = c.store, c.queue
@@ -37,7 +39,7 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 			t.Errorf("store %s, queue %s: the persister lingers %v; want %v", c.store, c.queue, linger, map[bool]time.Duration{true: 0, false: cfg.Persister.Linger}[c.waits])
 		}
 		if c.queue != "inproc" {
-			continue // a broker is opened and published to by its own tests
+			continue // a shared queue is opened and published to by its own tests
 		}
 		q, closeQueue, err := OpenQueue(context.Background(), Deps{Config: cfg})
 		if err != nil {

@@ -98,6 +98,19 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 	return len(rs), nil
 }
 
+// createQueues makes the queues the configured queue needs (`skiapi queues
+// create`): only a queue that needs them made beforehand has them.
+func createQueues(ctx context.Context, cfg compose.Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", usageErr(err)
+	}
+	create := compose.QueueOf(cfg).CreateQueues
+	if create == nil {
+		return "", usageErr(fmt.Errorf("--queue %s has no queues to create; use --queue %s", cfg.Queue, queueCreators()))
+	}
+	return create(ctx, cfg)
+}
+
 // listDeadLetters returns up to limit rides from the dead-letter queue
 // without removing them.
 func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]ports.DeadLetter, error) {
@@ -130,7 +143,7 @@ func withDeadLetters(ctx context.Context, cfg compose.Config, do func(compose.De
 	}
 	open := compose.QueueOf(cfg).DeadLetters
 	if open == nil {
-		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue %s with the service's flags for it", cfg.Queue, strings.Join(compose.QueueNamesWhere(func(d compose.QueueDriver) bool { return d.DeadLetters != nil }), "|")))
+		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue %s with the service's flags for it", cfg.Queue, deadLetterQueues()))
 	}
 	q, closeQueue, err := open(ctx, cfg)
 	if err != nil {
