@@ -541,12 +541,15 @@ func openSQS(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 
 // sqsGroupCommit fills a message up to what one billed request carries
 // (sqs.MaxRidesPerMessage, in place of --publish-batch: every message
-// bills a send, a share of a receive and of a delete whatever it holds),
-// with sqs.PublishInFlight sends at once, and lingers as configured.
+// bills a send, a receive and a share of a delete whatever it holds), with
+// sqs.PublishInFlight sends at once, lingering --publish-linger but at
+// least sqs.MinPublishLinger: RabbitMQ's linger shares a confirm, SQS's
+// saves billed requests, and the shorter one suits a broker.
 func sqsGroupCommit(c Config) app.PublishConfig {
 	pc := c.Publish
 	pc.MaxRides = sqs.MaxRidesPerMessage
 	pc.InFlight = sqs.PublishInFlight
+	pc.Linger = max(pc.Linger, sqs.MinPublishLinger)
 	return pc
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/sqs"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/domain"
 )
@@ -57,8 +58,9 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 
 // TestTheGroupCommitIsWhatTheQueueAsksFor: RabbitMQ's messages are
 // gathered by --publish-batch, --publish-linger and --publish-linger-gap,
-// with one message in flight per confirm-mode channel; the in-process
-// queue asks for none, so each ride goes at once, alone.
+// with one message in flight per confirm-mode channel; SQS's fill to what
+// one billed request carries, lingering at least sqs.MinPublishLinger;
+// the in-process queue asks for none, so each ride goes at once, alone.
 func TestTheGroupCommitIsWhatTheQueueAsksFor(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Publish = app.PublishConfig{MaxRides: 100, Linger: 7 * time.Millisecond, LingerGap: 2 * time.Millisecond}
@@ -67,6 +69,16 @@ func TestTheGroupCommitIsWhatTheQueueAsksFor(t *testing.T) {
 	want := app.PublishConfig{InFlight: 3, MaxRides: 100, Linger: 7 * time.Millisecond, LingerGap: 2 * time.Millisecond}
 	if got := groupCommitOf(cfg); got != want {
 		t.Errorf("rabbitmq's group commit = %+v; want %+v", got, want)
+	}
+	cfg.Queue = "sqs"
+	want = app.PublishConfig{InFlight: sqs.PublishInFlight, MaxRides: sqs.MaxRidesPerMessage, Linger: sqs.MinPublishLinger, LingerGap: 2 * time.Millisecond}
+	if got := groupCommitOf(cfg); got != want {
+		t.Errorf("sqs's group commit with --publish-linger 7ms = %+v; want %+v", got, want)
+	}
+	cfg.Publish.Linger = time.Second
+	want.Linger = time.Second
+	if got := groupCommitOf(cfg); got != want {
+		t.Errorf("sqs's group commit with --publish-linger 1s = %+v; want %+v", got, want)
 	}
 	cfg.Queue = "inproc"
 	if got := groupCommitOf(cfg); got != (app.PublishConfig{}) {
