@@ -30,6 +30,9 @@ import (
 //   - a redrive policy must name a dead-letter queue that exists, with a
 //     maxReceiveCount of 1 to 1,000;
 //   - a message carries at most 10 attributes;
+//   - a long poll answers with no message only once its wait has ended,
+//     where fauxqs answers every waiting receive but one empty at once
+//     when a message comes;
 //
 // and it injects, on demand, what SQS does under load and fauxqs never
 // does: whole requests refused (Refuse: throttling, internal errors) and
@@ -278,7 +281,9 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		// fauxqs wakes every waiting long poll when a message comes, and
 		// those that lose it to another answer empty at once; SQS answers
-		// a long poll empty only once its wait has ended, so it waits on.
+		// a long poll with no message only once its wait has ended
+		// (ReceiveMessage's WaitTimeSeconds), so it waits on. A receive
+		// that names no wait (the queue's own) is forwarded once.
 		if status != http.StatusOK || wait == 0 || received(resp) > 0 || time.Until(end) <= 0 || r.Context().Err() != nil {
 			break
 		}
