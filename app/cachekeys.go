@@ -27,16 +27,16 @@ const (
 	queryResortDay   = "resort_day_skiers"
 )
 
-func skierDayKey(resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) string {
-	return fmt.Sprintf("%s:skier-day:%d:%s:%d:%d", cacheKeyVersion, resortID, seasonID, dayID, skierID)
+func skierDayKey(resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) string {
+	return fmt.Sprintf("%s:skier-day:%d:%d:%d:%d", cacheKeyVersion, resortID, season.Year(), day.Number(), skierID)
 }
 
 func skierSeasonKey(skierID domain.SkierID, resortID domain.ResortID) string {
 	return fmt.Sprintf("%s:skier-season:%d:%d", cacheKeyVersion, skierID, resortID)
 }
 
-func resortDayKey(resortID domain.ResortID, seasonID string, dayID int) string {
-	return fmt.Sprintf("%s:resort-day:%d:%s:%d", cacheKeyVersion, resortID, seasonID, dayID)
+func resortDayKey(resortID domain.ResortID, season domain.Season, day domain.Day) string {
+	return fmt.Sprintf("%s:resort-day:%d:%d:%d", cacheKeyVersion, resortID, season.Year(), day.Number())
 }
 
 // keysAffectedBy lists, once each, the cache keys whose answers a batch of

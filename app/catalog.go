@@ -80,11 +80,12 @@ func (c *Catalog) reload(ctx context.Context) error {
 	return nil
 }
 
-// lookup finds a resort in memory, reloading once on a miss if the last
-// reload is old enough.
-func (c *Catalog) lookup(ctx context.Context, id domain.ResortID, season string) (domain.Resort, bool) {
+// lookup finds a resort in memory, reloading once on a miss (of the resort,
+// or of the season unless it is the zero Season) if the last reload is old
+// enough.
+func (c *Catalog) lookup(ctx context.Context, id domain.ResortID, season domain.Season) (domain.Resort, bool) {
 	r, ok := (*c.resorts.Load())[id]
-	if ok && (season == "" || r.HasSeason(season)) {
+	if ok && (season == domain.Season{} || r.HasSeason(season)) {
 		return r, true
 	}
 	if time.Since(time.Unix(0, c.lastReload.Load())) < reloadEvery || !c.reloadMu.TryLock() {
@@ -100,7 +101,7 @@ func (c *Catalog) lookup(ctx context.Context, id domain.ResortID, season string)
 }
 
 // CheckRide reports whether the ride's resort and season are registered.
-func (c *Catalog) CheckRide(ctx context.Context, resortID domain.ResortID, season string) error {
+func (c *Catalog) CheckRide(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
 	r, ok := c.lookup(ctx, resortID, season)
 	if !ok {
 		return domain.NotFound("resort %d does not exist; GET /resorts lists the resorts", resortID)
@@ -118,7 +119,7 @@ func (c *Catalog) Resort(ctx context.Context, id domain.ResortID) (domain.Resort
 	if err := domain.ValidateResortID(id); err != nil {
 		return domain.Resort{}, err
 	}
-	r, ok := c.lookup(ctx, id, "")
+	r, ok := c.lookup(ctx, id, domain.Season{})
 	if !ok {
 		return domain.Resort{}, domain.NotFound("resort %d does not exist; GET /resorts lists the resorts", id)
 	}
@@ -137,24 +138,21 @@ func (c *Catalog) List(context.Context) ([]domain.Resort, error) {
 }
 
 // Seasons implements ports.Resorts.
-func (c *Catalog) Seasons(ctx context.Context, resortID domain.ResortID) ([]string, error) {
+func (c *Catalog) Seasons(ctx context.Context, resortID domain.ResortID) ([]domain.Season, error) {
 	r, err := c.Resort(ctx, resortID)
 	if err != nil {
 		return nil, err
 	}
-	return append([]string{}, r.Seasons...), nil
+	return append([]domain.Season{}, r.Seasons...), nil
 }
 
 // AddSeason implements ports.Resorts: the store first, then memory.
-func (c *Catalog) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
+func (c *Catalog) AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
 	if _, err := c.Resort(ctx, resortID); err != nil {
 		return err
 	}
-	if err := domain.ValidateSeasonID(seasonID); err != nil {
-		return err
-	}
-	if err := c.store.AddSeason(ctx, resortID, seasonID); err != nil {
-		return fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err)
+	if err := c.store.AddSeason(ctx, resortID, season); err != nil {
+		return fmt.Errorf("add season %s to resort %d: %w", season, resortID, err)
 	}
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
@@ -163,7 +161,7 @@ func (c *Catalog) AddSeason(ctx context.Context, resortID domain.ResortID, seaso
 	for id, r := range old {
 		m[id] = r
 	}
-	m[resortID] = m[resortID].WithSeason(seasonID)
+	m[resortID] = m[resortID].WithSeason(season)
 	c.resorts.Store(&m)
 	return nil
 }

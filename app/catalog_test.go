@@ -52,7 +52,7 @@ func TestCatalogSeedsDemoResortsIntoEmptyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs, _ := c.List(context.Background())
-	if len(rs) != 10 || rs[0].ID != 1 || rs[9].ID != 10 || !slices.Equal(rs[0].Seasons, []string{"2024", "2025"}) {
+	if len(rs) != 10 || rs[0].ID != 1 || rs[9].ID != 10 || !slices.Equal(rs[0].Seasons, DemoSeasons) {
 		t.Errorf("catalog after seeding = %+v; want ten resorts with 2024 and 2025", rs)
 	}
 	if len(store.held(t)) != 10 {
@@ -75,7 +75,7 @@ func TestCatalogCheckRideServesFromMemory(t *testing.T) {
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	before := store.readCount()
 	for range 100 {
-		if err := c.CheckRide(context.Background(), 3, "2024"); err != nil {
+		if err := c.CheckRide(context.Background(), 3, domain.MustSeason("2024")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,9 +88,9 @@ func TestCatalogSeesSeasonAddedByAnotherProcess(t *testing.T) {
 	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
 	// Another process registers 2031 directly in the shared store.
-	_ = store.AddSeason(context.Background(), 4, "2031")
+	_ = store.AddSeason(context.Background(), 4, domain.MustSeason("2031"))
 	c.lastReload.Store(time.Now().Add(-2 * reloadEvery).UnixNano())
-	if err := c.CheckRide(context.Background(), 4, "2031"); err != nil {
+	if err := c.CheckRide(context.Background(), 4, domain.MustSeason("2031")); err != nil {
 		t.Errorf("a season registered elsewhere is still unknown after a reload was allowed: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
 	c.lastReload.Store(time.Now().UnixNano())
 	before := store.readCount()
 	for range 50 {
-		err := c.CheckRide(context.Background(), 99, "2024")
+		err := c.CheckRide(context.Background(), 99, domain.MustSeason("2024"))
 		if !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("unknown resort: %v; want ErrNotFound", err)
 		}
@@ -114,19 +114,19 @@ func TestCatalogReloadsAtMostOncePerInterval(t *testing.T) {
 func TestCatalogAddSeason(t *testing.T) {
 	store := newCountingResorts()
 	c, _ := NewCatalog(context.Background(), store, CatalogConfig{SeedDemo: true}, discard)
-	if err := c.AddSeason(context.Background(), 2, "2030"); err != nil {
+	if err := c.AddSeason(context.Background(), 2, domain.MustSeason("2030")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CheckRide(context.Background(), 2, "2030"); err != nil {
+	if err := c.CheckRide(context.Background(), 2, domain.MustSeason("2030")); err != nil {
 		t.Errorf("ride in the added season: %v", err)
 	}
-	if !store.held(t)[2].HasSeason("2030") {
+	if !store.held(t)[2].HasSeason(domain.MustSeason("2030")) {
 		t.Error("season not written through to the store")
 	}
-	if err := c.AddSeason(context.Background(), 99, "2030"); !errors.Is(err, domain.ErrNotFound) {
+	if err := c.AddSeason(context.Background(), 99, domain.MustSeason("2030")); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("AddSeason on unknown resort = %v; want ErrNotFound", err)
 	}
-	err := c.CheckRide(context.Background(), 2, "1990")
+	err := c.CheckRide(context.Background(), 2, domain.MustSeason("1990"))
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("unregistered season = %v; want ErrNotFound", err)
 	}

@@ -3,7 +3,7 @@ package app
 import "github.com/skidata/skidata/domain"
 
 // DemoSeasons are registered for every demo resort.
-var DemoSeasons = []string{"2024", "2025"}
+var DemoSeasons = []domain.Season{domain.MustSeason("2024"), domain.MustSeason("2025")}
 
 // demoResortNames are the ten demo resorts loaded into an empty store, ids 1..10.
 var demoResortNames = []string{

@@ -39,42 +39,36 @@ func NewQuery(catalog *Catalog, store ports.RideStore, cache ports.Cache, cfg Qu
 
 // ResortDaySkiers implements ports.RideQueries. A known resort with no rides
 // that day has zero skiers; an unknown resort is not found.
-func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (ports.ResortDaySkiers, error) {
+func (q *Query) ResortDaySkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (ports.ResortDaySkiers, error) {
 	r, err := q.catalog.Resort(ctx, resortID)
 	if err != nil {
 		return ports.ResortDaySkiers{}, err
 	}
-	if err := validateSeasonDay(seasonID, dayID); err != nil {
-		return ports.ResortDaySkiers{}, err
-	}
-	n, err := readThrough(ctx, q.cache, queryResortDay, func() string { return resortDayKey(resortID, seasonID, dayID) }, func() (int, error) {
-		return q.store.UniqueSkiers(ctx, resortID, seasonID, dayID)
+	n, err := readThrough(ctx, q.cache, queryResortDay, func() string { return resortDayKey(resortID, season, day) }, func() (int, error) {
+		return q.store.UniqueSkiers(ctx, resortID, season, day)
 	})
 	if err != nil {
-		return ports.ResortDaySkiers{}, fmt.Errorf("unique skiers at resort %d, %s day %d: %w", resortID, seasonID, dayID, err)
+		return ports.ResortDaySkiers{}, fmt.Errorf("unique skiers at resort %d, %s day %s: %w", resortID, season, day, err)
 	}
 	return ports.ResortDaySkiers{ResortName: r.Name, NumSkiers: n}, nil
 }
 
 // SkierDayVertical implements ports.RideQueries.
-func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
+func (q *Query) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
 	if _, err := q.catalog.Resort(ctx, resortID); err != nil {
 		return 0, err
 	}
-	if err := validateSkierSeason(skierID, seasonID); err != nil {
+	if err := domain.ValidateSkierID(skierID); err != nil {
 		return 0, err
 	}
-	if err := domain.ValidateDayID(dayID); err != nil {
-		return 0, err
-	}
-	v, err := readThrough(ctx, q.cache, querySkierDay, func() string { return skierDayKey(resortID, seasonID, dayID, skierID) }, func() (int64, error) {
-		return q.store.SkierDayVertical(ctx, resortID, seasonID, dayID, skierID)
+	v, err := readThrough(ctx, q.cache, querySkierDay, func() string { return skierDayKey(resortID, season, day, skierID) }, func() (int64, error) {
+		return q.store.SkierDayVertical(ctx, resortID, season, day, skierID)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("day vertical of skier %d: %w", skierID, err)
 	}
 	if v == 0 {
-		return 0, domain.NotFound("skier %d has no rides at resort %d on day %d of season %s", skierID, resortID, dayID, seasonID)
+		return 0, domain.NotFound("skier %d has no rides at resort %d on day %s of season %s", skierID, resortID, day, season)
 	}
 	return v, nil
 }
@@ -92,22 +86,17 @@ const (
 // SkierResortTotals implements ports.RideQueries. Every resort must exist
 // (an unknown one is ErrNotFound naming it), repeated values count once,
 // and the store is asked once for all the resorts the cache does not hold.
-func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error) {
+func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasons []domain.Season) ([]domain.SeasonVertical, error) {
 	if err := domain.ValidateSkierID(skierID); err != nil {
 		return nil, err
 	}
-	resorts := distinctSorted(resortIDs)
-	seasons := distinctSorted(seasonIDs)
+	resorts := distinctSorted(resortIDs, cmp.Compare[domain.ResortID])
+	seasons = distinctSorted(seasons, domain.Season.Compare)
 	if len(resorts) > MaxTotalsResorts {
 		return nil, domain.Invalid("name at most %d distinct resort values, got %d", MaxTotalsResorts, len(resorts))
 	}
 	if len(seasons) > MaxTotalsSeasons {
 		return nil, domain.Invalid("name at most %d distinct season values, got %d", MaxTotalsSeasons, len(seasons))
-	}
-	for _, s := range seasons {
-		if err := domain.ValidateSeasonID(s); err != nil {
-			return nil, err
-		}
 	}
 	for _, id := range resorts {
 		if _, err := q.catalog.Resort(ctx, id); err != nil {
@@ -128,9 +117,9 @@ func (q *Query) SkierResortTotals(ctx context.Context, skierID domain.SkierID, r
 // sumSeasons is the resorts' totals per season (seasons ascending), of the
 // seasons asked for, or of all when none is. One resort's totals, the
 // common question, are the answer as they are: no map to sum them in.
-func sumSeasons(per map[domain.ResortID][]domain.SeasonVertical, resorts []domain.ResortID, seasons []string) []domain.SeasonVertical {
-	asked := func(season string) bool {
-		_, found := slices.BinarySearch(seasons, season)
+func sumSeasons(per map[domain.ResortID][]domain.SeasonVertical, resorts []domain.ResortID, seasons []domain.Season) []domain.SeasonVertical {
+	asked := func(season domain.Season) bool {
+		_, found := slices.BinarySearchFunc(seasons, season, domain.Season.Compare)
 		return len(seasons) == 0 || found
 	}
 	if len(resorts) == 1 {
@@ -143,7 +132,7 @@ func sumSeasons(per map[domain.ResortID][]domain.SeasonVertical, resorts []domai
 		}
 		return out
 	}
-	sums := map[string]int64{}
+	sums := map[domain.Season]int64{}
 	for _, svs := range per {
 		for _, sv := range svs {
 			if asked(sv.SeasonID) {
@@ -155,16 +144,19 @@ func sumSeasons(per map[domain.ResortID][]domain.SeasonVertical, resorts []domai
 	for s, v := range sums {
 		out = append(out, domain.SeasonVertical{SeasonID: s, TotalVert: v})
 	}
-	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return a.SeasonID.Compare(b.SeasonID) })
 	return out
 }
 
-// distinctSorted is ids in order, each once: ids itself when it already
-// is (one id, the common question, costs no copy), else a sorted copy.
-func distinctSorted[T cmp.Ordered](ids []T) []T {
+// distinctSorted is ids in the order compare gives, each once: ids itself
+// when it already is (one id, the common question, costs no copy), else a
+// sorted copy.
+func distinctSorted[T comparable](ids []T, compare func(a, b T) int) []T {
 	for i := 1; i < len(ids); i++ {
-		if ids[i-1] >= ids[i] {
-			return slices.Compact(slices.Sorted(slices.Values(ids)))
+		if compare(ids[i-1], ids[i]) >= 0 {
+			sorted := slices.Clone(ids)
+			slices.SortFunc(sorted, compare)
+			return slices.Compact(sorted)
 		}
 	}
 	return ids
@@ -207,54 +199,37 @@ func (q *Query) seasonVerticals(ctx context.Context, skierID domain.SkierID, res
 }
 
 // SkierSeasonDays implements ports.RideQueries.
-func (q *Query) SkierSeasonDays(ctx context.Context, skierID domain.SkierID, seasonID string) (ports.SkierSeasonDays, error) {
-	if err := validateSkierSeason(skierID, seasonID); err != nil {
+func (q *Query) SkierSeasonDays(ctx context.Context, skierID domain.SkierID, season domain.Season) (ports.SkierSeasonDays, error) {
+	if err := domain.ValidateSkierID(skierID); err != nil {
 		return ports.SkierSeasonDays{}, err
 	}
-	days, err := q.store.SkierDays(ctx, skierID, seasonID)
+	days, err := q.store.SkierDays(ctx, skierID, season)
 	if err != nil {
 		return ports.SkierSeasonDays{}, fmt.Errorf("days skied by skier %d: %w", skierID, err)
 	}
 	if len(days) == 0 {
-		return ports.SkierSeasonDays{}, domain.NotFound("skier %d has no rides in season %s", skierID, seasonID)
+		return ports.SkierSeasonDays{}, domain.NotFound("skier %d has no rides in season %s", skierID, season)
 	}
-	return ports.SkierSeasonDays{SkierID: skierID, SeasonID: seasonID, DayIDs: days}, nil
+	return ports.SkierSeasonDays{SkierID: skierID, SeasonID: season, DayIDs: days}, nil
 }
 
 // SkierDay implements ports.RideQueries.
-func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) (ports.SkierDay, error) {
-	if err := validateSkierSeason(skierID, seasonID); err != nil {
+func (q *Query) SkierDay(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) (ports.SkierDay, error) {
+	if err := domain.ValidateSkierID(skierID); err != nil {
 		return ports.SkierDay{}, err
 	}
-	if err := domain.ValidateDayID(dayID); err != nil {
-		return ports.SkierDay{}, err
-	}
-	rides, err := q.store.SkierDayRides(ctx, skierID, seasonID, dayID)
+	rides, err := q.store.SkierDayRides(ctx, skierID, season, day)
 	if err != nil {
 		return ports.SkierDay{}, fmt.Errorf("rides of skier %d: %w", skierID, err)
 	}
 	if len(rides) == 0 {
-		return ports.SkierDay{}, domain.NotFound("skier %d has no rides on day %d of season %s", skierID, dayID, seasonID)
+		return ports.SkierDay{}, domain.NotFound("skier %d has no rides on day %s of season %s", skierID, day, season)
 	}
 	var total int64
 	for _, r := range rides {
 		total += int64(r.Vertical())
 	}
-	return ports.SkierDay{SkierID: skierID, SeasonID: seasonID, DayID: dayID, TotalVert: total, Rides: rides}, nil
-}
-
-func validateSkierSeason(skierID domain.SkierID, seasonID string) error {
-	if err := domain.ValidateSkierID(skierID); err != nil {
-		return err
-	}
-	return domain.ValidateSeasonID(seasonID)
-}
-
-func validateSeasonDay(seasonID string, dayID int) error {
-	if err := domain.ValidateSeasonID(seasonID); err != nil {
-		return err
-	}
-	return domain.ValidateDayID(dayID)
+	return ports.SkierDay{SkierID: skierID, SeasonID: season, DayID: day, TotalVert: total, Rides: rides}, nil
 }
 
 func sortResorts(rs []domain.Resort) {

@@ -68,7 +68,7 @@ type countingStore struct {
 	asked [][]domain.ResortID // the resorts of each SkierSeasonVerticals call
 }
 
-func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int64, error) {
+func (s *countingStore) SkierDayVertical(context.Context, domain.ResortID, domain.Season, domain.Day, domain.SkierID) (int64, error) {
 	s.calls.add(querySkierDay)
 	return s.vert, nil
 }
@@ -82,12 +82,12 @@ func (s *countingStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID
 	s.mu.Unlock()
 	out := map[domain.ResortID][]domain.SeasonVertical{}
 	for _, id := range resortIDs {
-		out[id] = []domain.SeasonVertical{{SeasonID: "2024", TotalVert: s.vert}}
+		out[id] = []domain.SeasonVertical{{SeasonID: domain.MustSeason("2024"), TotalVert: s.vert}}
 	}
 	return out, nil
 }
 
-func (s *countingStore) UniqueSkiers(context.Context, domain.ResortID, string, int) (int, error) {
+func (s *countingStore) UniqueSkiers(context.Context, domain.ResortID, domain.Season, domain.Day) (int, error) {
 	s.calls.add(queryResortDay)
 	return 7, nil
 }
@@ -123,13 +123,13 @@ func TestQueryReadsThroughTheCache(t *testing.T) {
 	store, cache, m := &countingStore{vert: 210}, newMapCache(), &cacheMetrics{}
 	q := newCachedQuery(t, store, cache, m)
 	for range 3 {
-		if v, err := q.SkierDayVertical(ctx, 1, "2024", 1, 9); err != nil || v != 210 {
+		if v, err := q.SkierDayVertical(ctx, 1, domain.MustSeason("2024"), domain.MustDay(1), 9); err != nil || v != 210 {
 			t.Fatalf("SkierDayVertical = %d, %v; want 210", v, err)
 		}
 		if tot, err := q.SkierResortTotals(ctx, 9, []domain.ResortID{1}, nil); err != nil || tot[0].TotalVert != 210 {
 			t.Fatalf("SkierResortTotals = %v, %v", tot, err)
 		}
-		if n, err := q.ResortDaySkiers(ctx, 1, "2024", 1); err != nil || n.NumSkiers != 7 {
+		if n, err := q.ResortDaySkiers(ctx, 1, domain.MustSeason("2024"), domain.MustDay(1)); err != nil || n.NumSkiers != 7 {
 			t.Fatalf("ResortDaySkiers = %v, %v", n, err)
 		}
 	}
@@ -141,9 +141,9 @@ func TestQueryReadsThroughTheCache(t *testing.T) {
 	if m.hits != 6 || m.misses != 3 {
 		t.Errorf("cache hits %d, misses %d; want 6 and 3", m.hits, m.misses)
 	}
-	_ = cache.Delete(ctx, skierDayKey(1, "2024", 1, 9))
+	_ = cache.Delete(ctx, skierDayKey(1, domain.MustSeason("2024"), domain.MustDay(1), 9))
 	store.vert = 420
-	if v, _ := q.SkierDayVertical(ctx, 1, "2024", 1, 9); v != 420 {
+	if v, _ := q.SkierDayVertical(ctx, 1, domain.MustSeason("2024"), domain.MustDay(1), 9); v != 420 {
 		t.Errorf("after invalidation SkierDayVertical = %d; want the store's new 420", v)
 	}
 }
@@ -152,7 +152,7 @@ func TestQueryAnswersFromTheStoreWhenTheCacheFails(t *testing.T) {
 	cache := newMapCache()
 	cache.failing = true
 	q := newCachedQuery(t, &countingStore{vert: 30}, cache, ports.NopMetrics{})
-	if v, err := q.SkierDayVertical(context.Background(), 1, "2024", 1, 9); err != nil || v != 30 {
+	if v, err := q.SkierDayVertical(context.Background(), 1, domain.MustSeason("2024"), domain.MustDay(1), 9); err != nil || v != 30 {
 		t.Errorf("with the cache down SkierDayVertical = %d, %v; want 30 from the store", v, err)
 	}
 }

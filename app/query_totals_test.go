@@ -82,9 +82,9 @@ func TestSkierResortTotalsCapsDistinctResortsAndSeasons(t *testing.T) {
 	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxTotalsResorts)) {
 		t.Errorf("%d distinct resorts: err = %v; want ErrInvalid stating the cap", len(over), err)
 	}
-	seasons := make([]string, MaxTotalsSeasons+1)
+	seasons := make([]domain.Season, MaxTotalsSeasons+1)
 	for i := range seasons {
-		seasons[i] = fmt.Sprint(2000 + i)
+		seasons[i] = domain.MustSeason(fmt.Sprint(2000 + i))
 	}
 	_, err = q.SkierResortTotals(context.Background(), 9, []domain.ResortID{1}, seasons)
 	if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxTotalsSeasons)) {
@@ -116,23 +116,23 @@ func (s seasonsStore) SkierSeasonVerticals(_ context.Context, _ domain.SkierID, 
 // resort is one resort, and seasons with no rides are not found.
 func TestSkierResortTotalsOfOneResortAndOfSeveral(t *testing.T) {
 	store := seasonsStore{totals: map[domain.ResortID][]domain.SeasonVertical{
-		1: {{SeasonID: "2022", TotalVert: 10}, {SeasonID: "2023", TotalVert: 20}, {SeasonID: "2024", TotalVert: 30}},
-		2: {{SeasonID: "2023", TotalVert: 5}},
+		1: {{SeasonID: domain.MustSeason("2022"), TotalVert: 10}, {SeasonID: domain.MustSeason("2023"), TotalVert: 20}, {SeasonID: domain.MustSeason("2024"), TotalVert: 30}},
+		2: {{SeasonID: domain.MustSeason("2023"), TotalVert: 5}},
 	}}
 	q := newCachedQuery(t, store, newMapCache(), &cacheMetrics{})
 	for _, c := range []struct {
 		resorts []domain.ResortID
-		seasons []string
+		seasons []domain.Season
 		want    string
 	}{
 		{[]domain.ResortID{1}, nil, "[{2022 10} {2023 20} {2024 30}]"},
-		{[]domain.ResortID{1}, []string{"2024", "2022"}, "[{2022 10} {2024 30}]"},
-		{[]domain.ResortID{1, 1}, []string{"2023"}, "[{2023 20}]"},
+		{[]domain.ResortID{1}, seasons("2024", "2022"), "[{2022 10} {2024 30}]"},
+		{[]domain.ResortID{1, 1}, seasons("2023"), "[{2023 20}]"},
 		{[]domain.ResortID{2, 1}, nil, "[{2022 10} {2023 25} {2024 30}]"},
-		{[]domain.ResortID{1, 2}, []string{"2023", "2023"}, "[{2023 25}]"},
+		{[]domain.ResortID{1, 2}, seasons("2023", "2023"), "[{2023 25}]"},
 		{[]domain.ResortID{1}, nil, "[{2022 10} {2023 20} {2024 30}]"}, // from the cache, as the filters above left it
-		{[]domain.ResortID{1}, []string{"2021"}, "not found"},
-		{[]domain.ResortID{2}, []string{"2024"}, "not found"},
+		{[]domain.ResortID{1}, seasons("2021"), "not found"},
+		{[]domain.ResortID{2}, seasons("2024"), "not found"},
 	} {
 		got, err := q.SkierResortTotals(context.Background(), 9, c.resorts, c.seasons)
 		answer := fmt.Sprint(got)
@@ -145,4 +145,13 @@ func TestSkierResortTotalsOfOneResortAndOfSeveral(t *testing.T) {
 			t.Errorf("resorts %v, seasons %q: %s; want %s", c.resorts, c.seasons, answer, c.want)
 		}
 	}
+}
+
+// seasons is the seasons of the given years, in the order given.
+func seasons(years ...string) []domain.Season {
+	out := make([]domain.Season, len(years))
+	for i, y := range years {
+		out[i] = domain.MustSeason(y)
+	}
+	return out
 }

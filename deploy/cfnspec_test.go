@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -268,7 +269,15 @@ type validator struct {
 	conditions map[string]any
 	mappings   map[string]any
 	errs       []string
+	// held are the conditions known to be true where the walk is: the
+	// resource's or output's own Condition, and the Fn::If conditions of
+	// the "then" branches it is in, with what each implies (Fn::And).
+	held map[string]bool
 }
+
+// customResourceType is the specification of the custom resource types
+// (Custom::Name): a ServiceToken, and any other property the function takes.
+const customResourceType = "AWS::CloudFormation::CustomResource"
 
 func (v *validator) errorf(path, format string, args ...any) {
 	v.errs = append(v.errs, path+": "+fmt.Sprintf(format, args...))
@@ -311,6 +320,7 @@ func validateTemplate(spec *cfnSpec, tpl map[string]any) []string {
 			v.errorf("Outputs."+name, "no Value")
 		}
 		v.checkCondition("Outputs."+name, om["Condition"])
+		v.held = v.implied(om["Condition"], nil)
 		v.value("Outputs."+name+".Value", om["Value"])
 	}
 	sort.Strings(v.errs)
@@ -326,16 +336,31 @@ func (v *validator) resource(name string, r any) {
 		}
 	}
 	typ := str(rm["Type"])
-	rs, ok := v.spec.ResourceTypes[typ]
+	specType := typ
+	if strings.HasPrefix(typ, "Custom::") {
+		specType = customResourceType
+	}
+	rs, ok := v.spec.ResourceTypes[specType]
 	if !ok {
 		v.errorf(path, "resource type %q is not in the CloudFormation specification", typ)
 		return
 	}
 	v.checkCondition(path+".Condition", rm["Condition"])
+	v.held = v.implied(rm["Condition"], nil)
 	for _, d := range anyList(rm["DependsOn"]) {
 		if d != nil && v.resources[str(d)] == nil {
 			v.errorf(path+".DependsOn", "%v is not a resource", d)
+		} else if d != nil {
+			v.checkExists(path+".DependsOn", str(d))
 		}
+	}
+	if specType == customResourceType {
+		props := asMap(rm["Properties"])
+		if _, ok := props["ServiceToken"]; !ok {
+			v.errorf(path+".Properties", "required property ServiceToken missing")
+		}
+		v.value(path+".Properties", props)
+		return
 	}
 	for _, policy := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
 		if p, ok := rm[policy]; ok && !slices.Contains([]any{"Delete", "Retain", "Snapshot", "RetainExceptOnCreate"}, p) {
@@ -547,7 +572,10 @@ func (v *validator) function(path, k string, arg any) bool {
 			return true
 		}
 		v.checkCondition(path, parts[0])
+		outer := v.held
+		v.held = v.implied(parts[0], outer)
 		v.value(path+"(then)", parts[1])
+		v.held = outer
 		v.value(path+"(else)", parts[2])
 	case "Fn::FindInMap":
 		parts := v.listArg(path, k, arg, "map", "key", "key")
@@ -592,10 +620,51 @@ func (v *validator) function(path, k string, arg any) bool {
 }
 
 func (v *validator) checkRef(path, name string) {
-	if slices.Contains(pseudoParameters, name) || v.params[name] != nil || v.resources[name] != nil {
+	if v.resources[name] != nil {
+		v.checkExists(path, name)
+		return
+	}
+	if slices.Contains(pseudoParameters, name) || v.params[name] != nil {
 		return
 	}
 	v.errorf(path, "Ref %s is not a parameter, resource or pseudo parameter", name)
+}
+
+// implied is held with cond added, and every condition cond implies
+// through Fn::And, transitively.
+func (v *validator) implied(cond any, held map[string]bool) map[string]bool {
+	out := maps.Clone(held)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	var add func(c string)
+	add = func(c string) {
+		if c == "" || out[c] {
+			return
+		}
+		out[c] = true
+		for _, part := range list(asMap(v.conditions[c])["Fn::And"]) {
+			if inner, ok := asMap(part)["Condition"]; ok {
+				add(str(inner))
+			}
+		}
+	}
+	if cond != nil {
+		add(str(cond))
+	}
+	return out
+}
+
+// checkExists: a resource with a Condition exists only when it holds, so
+// it may be referred to (Ref, GetAtt, Sub, DependsOn) only where that
+// condition is held: from a resource or output with that condition (or
+// one implying it), or in the "then" branch of an Fn::If on it.
+// CloudFormation refuses a reference to a resource it does not create.
+func (v *validator) checkExists(path, name string) {
+	cond := str(asMap(v.resources[name])["Condition"])
+	if cond != "" && !v.held[cond] {
+		v.errorf(path, "%s exists only when %s holds, which is not known here (put the reference under !If [%s, ...] or give this the condition)", name, cond, cond)
+	}
 }
 
 func (v *validator) checkCondition(path string, c any) {
@@ -612,6 +681,10 @@ func (v *validator) checkGetAtt(path, resource, attr string) {
 	if !ok {
 		v.errorf(path, "GetAtt %s.%s: no resource %s", resource, attr, resource)
 		return
+	}
+	v.checkExists(path, resource)
+	if strings.HasPrefix(str(r["Type"]), "Custom::") {
+		return // a custom resource returns what its function says
 	}
 	rs, ok := v.spec.ResourceTypes[str(r["Type"])]
 	if !ok {
@@ -730,6 +803,19 @@ Resources:
       ComparisonOperator: GreaterThanThreshold
       EvaluationPeriods: 1
       AlarmActions: [!GetAtt Queue.Nothing, !Ref Ghost]
+  Maybe:
+    Type: AWS::SNS::Topic
+    Condition: IsA
+  UsesMaybe:
+    Type: AWS::SQS::Queue
+    DependsOn: Maybe
+    Properties:
+      QueueName: !GetAtt Maybe.TopicName
+      KmsMasterKeyId: !If [IsA, !Ref Maybe, none]
+  Custom:
+    Type: Custom::Thing
+    Properties:
+      Anything: !Ref Ghost2
 `
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(broken), &doc); err != nil {
@@ -759,10 +845,20 @@ Resources:
 		`Fn::FindInMap: mapping M.a has no X`,
 		`GetAtt Queue.Nothing`,
 		`Ref Ghost is not a parameter`,
+		`Resources.UsesMaybe.DependsOn: Maybe exists only when IsA holds`,
+		`Resources.UsesMaybe.Properties.QueueName: Maybe exists only when IsA holds`,
+		`Resources.Custom.Properties: required property ServiceToken missing`,
+		`Ref Ghost2 is not a parameter`,
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("the validator did not report %q; it reported:\n%s", want, errs)
 		}
+	}
+	if strings.Contains(errs, "KmsMasterKeyId") {
+		t.Errorf("a reference to a conditional resource under !If on its condition is valid; reported:\n%s", errs)
+	}
+	if strings.Contains(errs, "Custom::Thing") {
+		t.Errorf("a Custom:: type is a custom resource, not an unknown type; reported:\n%s", errs)
 	}
 	if strings.Contains(errs, "Literal") {
 		t.Errorf("${!Literal} is a literal in Fn::Sub, not a reference; reported:\n%s", errs)

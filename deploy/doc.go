@@ -1,5 +1,6 @@
 // Package deploy holds what runs the service on AWS, not Go code:
 // aws/skidata.yaml (the CloudFormation stack of docs/operations.md),
+// aws/pitr-restore.sh (its point-in-time restore),
 // systemd/ (the units the stack's instances install), prometheus/ (scrape
 // config, alert rules and their promtool unit tests), grafana/ (the
 // dashboard) and cfnspec/ (CloudFormation's resource specification, pinned
@@ -8,7 +9,11 @@
 // the ones adapters/dynamo creates, one set per data model, and each
 // instance role's IAM policy must allow exactly the DynamoDB actions the
 // adapters call in that role, recorded by running the store contract suites
-// through a recording client (template_test.go); the units against
-// systemd-analyze (systemd_test.go); the rules and the dashboard against
-// promtool and the metrics the service serves (monitoring_test.go).
+// through a recording client (template_test.go); the queue choice, each
+// role's queue actions and the broker-user function (queue_test.go); the
+// runbook's create command against the template's rules (runbook_test.go);
+// the restore script against a stand-in for the AWS CLI (pitr_test.go); the
+// units against systemd-analyze and a real systemd (systemd_test.go,
+// systemd_boot_test.go); the rules and the dashboard against promtool and
+// the metrics the service serves (monitoring_test.go).
 package deploy

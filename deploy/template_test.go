@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -29,8 +30,14 @@ import (
 )
 
 // The recording run needs a DynamoDB to answer; dynalite, as for the
-// adapter's own tests.
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// adapter's own tests. Called as "aws", the test binary is the stand-in for
+// the AWS CLI that deploy/aws/pitr-restore.sh runs against (pitr_test.go).
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "aws" {
+		os.Exit(fakeAWS(os.Args[1:]))
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 const templatePath = "aws/skidata.yaml"
 
@@ -137,6 +144,18 @@ func wantValues(t *testing.T, what string, m, want map[string]any) {
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if m[k] != want[k] {
 			t.Errorf("%s: %s is %v; want %v", what, k, m[k], want[k])
+		}
+	}
+}
+
+// wantConditions checks conditions of the template against their
+// definitions, written as fmt.Sprint prints the parsed template.
+func wantConditions(t *testing.T, tpl map[string]any, want map[string]string) {
+	t.Helper()
+	conds, _ := tpl["Conditions"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if got := fmt.Sprint(conds[name]); got != want[name] {
+			t.Errorf("condition %s is %s; want %s", name, got, want[name])
 		}
 	}
 }
@@ -377,7 +396,7 @@ func TestTemplateAlarmsOnEveryTableThrottle(t *testing.T) {
 				continue
 			}
 			found = true
-			watched := map[string]map[string]bool{} // table resource -> metric names
+			watched := map[string]map[string]bool{} // table name -> metric names
 			for _, q := range list(a["Metrics"]) {
 				ms, _ := q.(map[string]any)["MetricStat"].(map[string]any)
 				metric, _ := ms["Metric"].(map[string]any)
@@ -387,8 +406,8 @@ func TestTemplateAlarmsOnEveryTableThrottle(t *testing.T) {
 				for _, d := range list(metric["Dimensions"]) {
 					dm := d.(map[string]any)
 					if dm["Name"] == "TableName" {
-						ref, _ := dm["Value"].(map[string]any)
-						tbl := str(ref["Ref"])
+						sub, _ := dm["Value"].(map[string]any)
+						tbl := str(sub["Fn::Sub"])
 						if watched[tbl] == nil {
 							watched[tbl] = map[string]bool{}
 						}
@@ -398,11 +417,11 @@ func TestTemplateAlarmsOnEveryTableThrottle(t *testing.T) {
 			}
 			prefix := "${TablePrefix}" + modelTablePrefix(t, tpl, model)
 			for res, p := range tables {
-				if !strings.HasPrefix(str(p["TableName"].(map[string]any)["Fn::Sub"]), prefix) {
+				if !strings.HasPrefix(tableName(p), prefix) {
 					continue
 				}
 				for _, m := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
-					if !watched[res][m] {
+					if !watched[tableName(p)][m] {
 						t.Errorf("alarm %s (model %s) does not watch %s of table %s", name, model, m, res)
 					}
 				}
@@ -428,23 +447,53 @@ func resourceEntries(t *testing.T, tpl map[string]any, typ string) map[string]ma
 	return out
 }
 
-// Every table outlives a stack deletion and a replacement, and DynamoDB
-// refuses to delete it while deletion protection is on; only a failed first
-// create removes it (RetainExceptOnCreate), so that creating the stack
-// again does not fail with "already exists".
-func TestTemplateTablesSurviveDeletionButNotAFailedFirstCreate(t *testing.T) {
-	tables := resourceEntries(t, loadTemplate(t), "AWS::DynamoDB::Table")
+// Every table outlives a stack deletion and a replacement; only a failed
+// first create removes it (RetainExceptOnCreate), so that creating the
+// stack again does not fail with "already exists". That rollback must get
+// past deletion protection, so protection comes from a parameter that is
+// off by default (the first create) and turned on by an update; and a
+// stack created again over kept tables (CreateTables=false) must not refer
+// to them as resources, which the specification test checks (a reference
+// to a resource that is not created is refused).
+func TestTemplateFirstCreateCanRollBackAndTablesOutliveTheStack(t *testing.T) {
+	tpl := loadTemplate(t)
+	params, _ := tpl["Parameters"].(map[string]any)
+	for param, want := range map[string]string{"TableDeletionProtection": "false", "CreateTables": "true"} {
+		p, _ := params[param].(map[string]any)
+		if str(p["Default"]) != want || fmt.Sprint(list(p["AllowedValues"])) != "[true false]" {
+			t.Errorf("parameter %s is %v; want AllowedValues [true false], default %s", param, p, want)
+		}
+	}
+	wantConditions(t, tpl, map[string]string{
+		"ProtectTables": "map[Fn::Equals:[map[Ref:TableDeletionProtection] true]]",
+		"MakeTables":    "map[Fn::Equals:[map[Ref:CreateTables] true]]",
+	})
+	tables := resourceEntries(t, tpl, "AWS::DynamoDB::Table")
 	if len(tables) == 0 {
 		t.Fatal("no table")
 	}
 	for name, r := range tables {
 		// A replacement keeps the old table.
-		wantValues(t, "table "+name, r, map[string]any{"DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain"})
+		wantValues(t, "table "+name, r, map[string]any{"DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain", "Condition": "MakeTables"})
 		props, _ := r["Properties"].(map[string]any)
-		if props["DeletionProtectionEnabled"] != true {
-			t.Errorf("table %s: DeletionProtectionEnabled is %v; want true", name, props["DeletionProtectionEnabled"])
+		if got := fmt.Sprint(props["DeletionProtectionEnabled"]); got != "map[Fn::If:[ProtectTables true false]]" {
+			t.Errorf("table %s: DeletionProtectionEnabled is %s; want !If [ProtectTables, true, false]", name, got)
 		}
 	}
+	doc := readOperations(t)
+	if !strings.Contains(doc, "TableDeletionProtection=true") {
+		t.Error("docs/operations.md never turns TableDeletionProtection on after the first create")
+	}
+}
+
+// readOperations is docs/operations.md.
+func readOperations(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
 
 // ---- IAM -------------------------------------------------------------------
@@ -514,20 +563,20 @@ type roleRides struct{ ports.RideStore }
 func (s roleRides) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	return s.RideStore.AddRides(asRoles(ctx, roleConsumer), rides)
 }
-func (s roleRides) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	return s.RideStore.UniqueSkiers(asRoles(ctx, roleAPI), resortID, seasonID, dayID)
+func (s roleRides) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
+	return s.RideStore.UniqueSkiers(asRoles(ctx, roleAPI), resortID, season, day)
 }
-func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	return s.RideStore.SkierDayVertical(asRoles(ctx, roleAPI), resortID, seasonID, dayID, skierID)
+func (s roleRides) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
+	return s.RideStore.SkierDayVertical(asRoles(ctx, roleAPI), resortID, season, day, skierID)
 }
 func (s roleRides) SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error) {
 	return s.RideStore.SkierSeasonVerticals(asRoles(ctx, roleAPI), skierID, resortIDs)
 }
-func (s roleRides) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	return s.RideStore.SkierDays(asRoles(ctx, roleAPI), skierID, seasonID)
+func (s roleRides) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	return s.RideStore.SkierDays(asRoles(ctx, roleAPI), skierID, season)
 }
-func (s roleRides) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	return s.RideStore.SkierDayRides(asRoles(ctx, roleAPI), skierID, seasonID, dayID)
+func (s roleRides) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	return s.RideStore.SkierDayRides(asRoles(ctx, roleAPI), skierID, season, day)
 }
 
 // roleResorts: both roles build app.Catalog at start-up, which lists the
@@ -542,8 +591,8 @@ func (s roleResorts) Resorts(ctx context.Context) ([]domain.Resort, error) {
 func (s roleResorts) PutResort(ctx context.Context, r domain.Resort) error {
 	return s.ResortStore.PutResort(asRoles(ctx, roleAPI, roleConsumer), r)
 }
-func (s roleResorts) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
-	return s.ResortStore.AddSeason(asRoles(ctx, roleAPI), resortID, seasonID)
+func (s roleResorts) AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
+	return s.ResortStore.AddSeason(asRoles(ctx, roleAPI), resortID, season)
 }
 
 // runtimeActions runs what a serving instance does through a recorder, each
@@ -601,17 +650,39 @@ func runtimeActions(t *testing.T, models []string) map[string][]string {
 	return out
 }
 
-// statements returns every policy statement of an IAM role resource.
+// statements returns every policy statement of an IAM role resource; a
+// policy under !If [condition, policy, !Ref AWS::NoValue] counts (resolve
+// the role with resolveIf first to see one configuration).
 func statements(role map[string]any) []map[string]any {
 	var out []map[string]any
 	for _, p := range list(role["Policies"]) {
-		doc := p.(map[string]any)["PolicyDocument"].(map[string]any)
+		pm, _ := p.(map[string]any)
+		if branches := list(pm["Fn::If"]); len(branches) == 3 {
+			pm, _ = branches[1].(map[string]any)
+		}
+		doc, _ := pm["PolicyDocument"].(map[string]any)
 		for _, s := range list(doc["Statement"]) {
 			out = append(out, s.(map[string]any))
 		}
 	}
 	return out
 }
+
+// queueConditions are the template's conditions on the Queue parameter
+// when it names queue (sqs or rabbitmq).
+func queueConditions(queue string) map[string]bool {
+	return map[string]bool{"UseSQS": queue == "sqs", "UseAmazonMQ": queue == "rabbitmq"}
+}
+
+// tableName is a table resource's TableName, "${TablePrefix}<model>-<table>".
+func tableName(p map[string]any) string {
+	name, _ := p["TableName"].(map[string]any)["Fn::Sub"].(string)
+	return name
+}
+
+// tableARN is how the template names a table's ARN (the tables may be kept
+// from an earlier stack, so nothing refers to them as resources).
+const tableARN = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/"
 
 func anyList(v any) []any {
 	if s, ok := v.([]any); ok {
@@ -761,8 +832,7 @@ func modelTables(t *testing.T, tpl map[string]any, tables map[string]map[string]
 	prefix := "${TablePrefix}" + modelTablePrefix(t, tpl, model)
 	out := map[string]map[string]any{}
 	for res, p := range tables {
-		name, _ := p["TableName"].(map[string]any)["Fn::Sub"].(string)
-		if strings.HasPrefix(name, prefix) {
+		if strings.HasPrefix(tableName(p), prefix) {
 			out[res] = p
 		}
 	}
@@ -773,26 +843,24 @@ func modelTables(t *testing.T, tpl map[string]any, tables map[string]map[string]
 }
 
 // checkTableResources: a DynamoDB statement names only the tables given
-// (!GetAtt T.Arn) and their indexes (!Sub "${T.Arn}/index/*"), and every
-// one of them.
+// (!Sub "<tableARN><name>") and their indexes ("<tableARN><name>/index/*"),
+// and every one of them.
 func checkTableResources(t *testing.T, role string, st map[string]any, tables map[string]map[string]any) {
 	t.Helper()
+	byName := map[string]string{}
+	for res, p := range tables {
+		byName[tableName(p)] = res
+	}
 	seen := map[string]bool{}
 	for _, r := range anyList(st["Resource"]) {
 		m, _ := r.(map[string]any)
-		switch {
-		case m["Fn::GetAtt"] != nil:
-			ga := list(m["Fn::GetAtt"])
-			if len(ga) == 2 && ga[1] == "Arn" && tables[str(ga[0])] != nil {
-				seen[str(ga[0])] = true
-				continue
-			}
-		case m["Fn::Sub"] != nil:
-			s := str(m["Fn::Sub"])
-			name, ok := strings.CutSuffix(strings.TrimPrefix(s, "${"), ".Arn}/index/*")
-			if ok && tables[name] != nil {
-				continue
-			}
+		name, isTable := strings.CutPrefix(str(m["Fn::Sub"]), tableARN)
+		if index, ok := strings.CutSuffix(name, "/index/*"); isTable && ok && byName[index] != "" {
+			continue
+		}
+		if res := byName[name]; isTable && res != "" {
+			seen[res] = true
+			continue
 		}
 		t.Errorf("role %s, statement %v: resource %v is not one of the model's tables or their indexes", role, st["Sid"], r)
 	}
@@ -829,11 +897,23 @@ func TestTemplateLaunchTemplatesStartTheSystemdUnitOfTheirRole(t *testing.T) {
 		}
 		ud, vars := userData(lt)
 		for _, want := range []string{"ROLE=" + role + "\n", "systemctl enable --now skiapi-$ROLE.service", "SKI_PROFILE=ec2",
-			// the model's own tables, quorum queues, TLS to the broker
-			"SKI_DYNAMO_TABLE_PREFIX=${TablePrefix}${ModelTablePrefix}\n", "SKI_STORE=${Store}\n",
-			"SKI_AMQP_QUEUE_TYPE=quorum\n", "AMQP_URL=amqps://"} {
+			// the model's own tables, the queue
+			"SKI_DYNAMO_TABLE_PREFIX=${TablePrefix}${ModelTablePrefix}\n", "SKI_STORE=${Store}\n", "\n${QueueSettings}\n"} {
 			if !strings.Contains(ud, want) {
 				t.Errorf("%s user-data lacks %q", res, want)
+			}
+		}
+		// The queue's lines: SQS by name; or quorum queues on the broker,
+		// over TLS, as the application user.
+		sqs, mq := queueSettings(t, vars)
+		for queue, wants := range map[string][]string{
+			sqs: {"SKI_QUEUE=sqs\n", "SKI_SQS_QUEUE=${RideQueue.QueueName}"},
+			mq:  {"SKI_QUEUE=rabbitmq\n", "SKI_AMQP_QUEUE_TYPE=quorum\n", "AMQP_URL=amqps://${User}@${Host}/\n", "SKI_AMQP_SHARDS=${AmqpShards}\n"},
+		} {
+			for _, want := range wants {
+				if !strings.Contains(queue, want) {
+					t.Errorf("%s: QueueSettings %q lacks %q", res, queue, want)
+				}
 			}
 		}
 		fim, _ := vars["ModelTablePrefix"].(map[string]any)
@@ -855,13 +935,25 @@ func TestTemplateLaunchTemplatesStartTheSystemdUnitOfTheirRole(t *testing.T) {
 
 // Both groups wait for their instances to be ready, at creation and at each
 // rolling update, and the API group does not terminate instances whose
-// /readyz fails: during a broker or DynamoDB outage the load balancer stops
-// routing to them, and replacements would fail the same check.
+// /readyz fails: during a queue or DynamoDB outage the load balancer stops
+// routing to them, and replacements would fail the same check. A rolling
+// update never has fewer instances in service than the group's size (the
+// new one is launched before an old one stops: no release stops the
+// consumers, nor fires NoConsumerAlarm), nor does a replacement the group
+// makes itself; there are two consumers by default, one a zone. The
+// user-data signals failure from its first command on (the trap comes
+// before any install), through the AWS CLI the image has.
 func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testing.T) {
 	tpl := loadTemplate(t)
 	groups := resourceEntries(t, tpl, "AWS::AutoScaling::AutoScalingGroup")
 	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
-	for name, minInService := range map[string]int{"ApiGroup": 1, "ConsumerGroup": 0} {
+	params, _ := tpl["Parameters"].(map[string]any)
+	for name, size := range map[string]string{"ApiGroup": "ApiInstances", "ConsumerGroup": "ConsumerInstances"} {
+		p, _ := params[size].(map[string]any)
+		if def, _ := p["Default"].(int); def < 2 {
+			t.Errorf("%s defaults to %v; want two or more, one in each of two zones", size, p["Default"])
+		}
+		minInService := map[string]any{"Ref": size}
 		g, ok := groups[name]
 		if !ok {
 			t.Errorf("auto scaling group %s missing", name)
@@ -884,7 +976,13 @@ func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testi
 		up, _ := g["UpdatePolicy"].(map[string]any)
 		ru, _ := up["AutoScalingRollingUpdate"].(map[string]any)
 		// One instance out at a time, each waited for until it signals.
-		wantValues(t, name+" rolling update", ru, map[string]any{"WaitOnResourceSignals": true, "PauseTime": "PT15M", "MaxBatchSize": 1, "MinInstancesInService": minInService})
+		wantValues(t, name+" rolling update", ru, map[string]any{"WaitOnResourceSignals": true, "PauseTime": "PT15M", "MaxBatchSize": 1})
+		if fmt.Sprint(ru["MinInstancesInService"]) != fmt.Sprint(minInService) || fmt.Sprint(props["MinSize"]) != fmt.Sprint(minInService) {
+			t.Errorf("%s: MinInstancesInService %v, MinSize %v; want both %v, so a new instance is launched before an old one stops", name, ru["MinInstancesInService"], props["MinSize"], minInService)
+		}
+		if got := fmt.Sprint(props["InstanceMaintenancePolicy"]); got != "map[MaxHealthyPercentage:200 MinHealthyPercentage:100]" {
+			t.Errorf("%s: InstanceMaintenancePolicy %s; want MinHealthyPercentage 100, MaxHealthyPercentage 200 (launch before terminate)", name, got)
+		}
 
 		ltRef, _ := props["LaunchTemplate"].(map[string]any)
 		id, _ := ltRef["LaunchTemplateId"].(map[string]any)
@@ -894,15 +992,29 @@ func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testi
 			continue
 		}
 		ud, _ := userData(lt)
-		signal := "/opt/aws/bin/cfn-signal -e %d --stack ${AWS::StackName} --resource " + name + " --region ${AWS::Region}"
+		if strings.Contains(ud, "cfn-signal") || strings.Contains(ud, "aws-cfn-bootstrap") {
+			t.Errorf("%s: user-data installs cfn-signal; the AWS CLI of the image signals, with nothing to install before the trap", name)
+		}
 		steps := []string{
 			"set -euo pipefail\n",
-			"dnf install -y aws-cfn-bootstrap\n",
-			"trap '" + fmt.Sprintf(signal, 1) + "' ERR\n",
+			"--logical-resource-id " + name + " --unique-id \"$id\" --status \"$1\"\n",
+			"trap 'signal FAILURE' ERR\n",
 			"aws s3 cp",
+			"dnf install -y",
 			"systemctl enable --now skiapi-$ROLE.service\n",
 			"timeout 600 bash -c 'until curl -fsS -o /dev/null --max-time 5 http://127.0.0.1:8080/readyz; do sleep 5; done'\n",
-			fmt.Sprintf(signal, 0) + "\n",
+			"signal SUCCESS\n",
+		}
+		// Nothing that can fail runs before the trap: only the shell's
+		// settings and ROLE, then the signal function's definition.
+		beforeSignal, _, _ := strings.Cut(ud, "signal() {\n")
+		for _, line := range strings.Split(beforeSignal, "\n") {
+			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") && l != "set -euo pipefail" && !strings.HasPrefix(l, "ROLE=") {
+				t.Errorf("%s: %q runs before the trap: a failure there would not be signalled", name, l)
+			}
+		}
+		if fn, _, _ := strings.Cut(ud[len(beforeSignal):], "trap 'signal FAILURE' ERR\n"); strings.Count(fn, "\n}\n") != 1 || !strings.HasSuffix(fn, "}\n") {
+			t.Errorf("%s: between the signal function and the trap there is more than the function:\n%s", name, fn)
 		}
 		at := 0
 		for _, step := range steps {
@@ -914,6 +1026,28 @@ func TestTemplateGroupsWaitForReadyInstancesAndSurviveDependencyOutages(t *testi
 			at += i + len(step)
 		}
 	}
+}
+
+// queueSettings is what a launch template's QueueSettings variable writes
+// into the env file with Queue=sqs and with Queue=rabbitmq: the string of
+// each branch's !Sub.
+func queueSettings(t *testing.T, vars map[string]any) (sqs, mq string) {
+	t.Helper()
+	subOf := func(v any) string {
+		switch x := asMap(v)["Fn::Sub"].(type) {
+		case string:
+			return x
+		case []any:
+			return str(x[0])
+		}
+		return ""
+	}
+	sqs = subOf(resolveIf(vars["QueueSettings"], queueConditions("sqs")))
+	mq = subOf(resolveIf(vars["QueueSettings"], queueConditions("rabbitmq")))
+	if sqs == "" || mq == "" {
+		t.Fatalf("QueueSettings is %v; want !If [UseSQS, !Sub ..., !If [UseAmazonMQ, !Sub ..., ...]]", vars["QueueSettings"])
+	}
+	return sqs, mq
 }
 
 // userData is a launch template's user-data script and the variables of its
@@ -1223,18 +1357,22 @@ func TestTemplateLoadBalancerWritesAccessLogs(t *testing.T) {
 			policy = pname
 			doc, _ := p["PolicyDocument"].(map[string]any)
 			want := "arn:${AWS::Partition}:s3:::${" + bucketName + "}/" + prefix + "/AWSLogs/${AWS::AccountId}/*"
+			// The writer: the Region's Elastic Load Balancing account where
+			// AWS documents one, else the log delivery service principal.
+			wantPrincipal := "map[Fn::If:[ElbAccountRegion " +
+				"map[AWS:map[Fn::Sub:[arn:${AWS::Partition}:iam::${ElbAccount}:root map[ElbAccount:map[Fn::FindInMap:[ElbLogDelivery map[Ref:AWS::Region] Account]]]]]] " +
+				"map[Service:logdelivery.elasticloadbalancing.amazonaws.com]]]"
 			granted := false
 			for _, st := range list(doc["Statement"]) {
 				sm, _ := st.(map[string]any)
-				principal, _ := sm["Principal"].(map[string]any)
 				res, _ := sm["Resource"].(map[string]any)
 				granted = granted || (sm["Effect"] == "Allow" &&
-					principal["Service"] == "logdelivery.elasticloadbalancing.amazonaws.com" &&
+					fmt.Sprint(sm["Principal"]) == wantPrincipal &&
 					slices.Equal(anyList(sm["Action"]), []any{"s3:PutObject"}) &&
 					str(res["Fn::Sub"]) == want)
 			}
 			if !granted {
-				t.Errorf("bucket policy %s: no statement allowing logdelivery.elasticloadbalancing.amazonaws.com s3:PutObject on %s", pname, want)
+				t.Errorf("bucket policy %s: no statement allowing %s s3:PutObject on %s", pname, wantPrincipal, want)
 			}
 		}
 		if policy == "" {
@@ -1280,32 +1418,87 @@ func TestTemplateHTTPRedirectsToHTTPS(t *testing.T) {
 	}
 }
 
-// TestTemplateQueueAlarmsCountMessagesNotRides: Amazon MQ's queue metrics
-// count messages, and a message carries up to --publish-batch rides,
-// so a threshold stated in rides would under-report lag up to 256 times
-// exactly under load. Every alarm on a message count takes its threshold
-// from a parameter that says it counts messages, or a literal 0.
-func TestTemplateQueueAlarmsCountMessagesNotRides(t *testing.T) {
-	tpl := loadTemplate(t)
-	params := tpl["Parameters"].(map[string]any)
-	checked := 0
-	for name, a := range resources(t, tpl, "AWS::CloudWatch::Alarm") {
-		if a["Namespace"] != "AWS/AmazonMQ" || !strings.HasPrefix(str(a["MetricName"]), "Message") {
-			continue
+// alarmMetrics are the metrics an alarm watches (its own, or each
+// MetricStat of its Metrics) and its metric math expressions, with the
+// template's Fn::Ifs resolved under conds.
+func alarmMetrics(a map[string]any, conds map[string]bool) (metrics []map[string]any, exprs []string) {
+	a = resolveIf(a, conds).(map[string]any)
+	if a["MetricName"] != nil {
+		metrics = append(metrics, map[string]any{"Namespace": a["Namespace"], "MetricName": a["MetricName"], "Dimensions": a["Dimensions"]})
+	}
+	for _, q := range list(a["Metrics"]) {
+		qm, _ := q.(map[string]any)
+		if ms, _ := qm["MetricStat"].(map[string]any); ms != nil {
+			m, _ := ms["Metric"].(map[string]any)
+			metrics = append(metrics, m)
 		}
-		checked++
-		th := str(a["Threshold"])
-		if th == "0" {
-			continue
-		}
-		ref := strings.TrimSuffix(strings.TrimPrefix(th, "map[Ref:"), "]")
-		p, ok := params[ref].(map[string]any)
-		if !ok || !strings.HasSuffix(ref, "Messages") || !strings.Contains(str(p["Description"]), "messages") {
-			t.Errorf("%s: %s threshold %s; want a parameter named and described in messages", name, a["MetricName"], th)
+		if e := str(qm["Expression"]); e != "" {
+			exprs = append(exprs, e)
 		}
 	}
-	if checked < 2 {
-		t.Errorf("%d alarms on Amazon MQ message counts; want the lag and dead-letter alarms", checked)
+	return metrics, exprs
+}
+
+// TestTemplateQueueAlarmsWatchTheRideQueuesNotTheDeadLetters: the lag and
+// depth alarms watch the ride queue(s) only: with SQS the ride queue's own
+// metrics, with Amazon MQ the broker's ready messages less the dead-letter
+// queue's, so parked dead letters (which wait for an operator, and have an
+// alarm of their own) do not keep them firing. Their thresholds are in the
+// unit the metric counts: the oldest ride's age in seconds (SQS), messages
+// (Amazon MQ, whose messages carry up to --publish-batch rides each).
+// The dead-letter alarm watches the dead-letter queue with either queue.
+func TestTemplateQueueAlarmsWatchTheRideQueuesNotTheDeadLetters(t *testing.T) {
+	tpl := loadTemplate(t)
+	params := tpl["Parameters"].(map[string]any)
+	alarms := resources(t, tpl, "AWS::CloudWatch::Alarm")
+	dims := func(m map[string]any) string { return fmt.Sprint(m["Dimensions"]) }
+	for _, queue := range []string{"sqs", "rabbitmq"} {
+		conds := queueConditions(queue)
+		for _, name := range []string{"QueueDepthRisingAlarm", "ConsumerLagAlarm", "DeadLetterAlarm"} {
+			a, ok := alarms[name]
+			if !ok {
+				t.Fatalf("no alarm %s", name)
+			}
+			metrics, exprs := alarmMetrics(a, conds)
+			var rides, dead int
+			for _, m := range metrics {
+				switch d := dims(m); {
+				case queue == "sqs" && strings.Contains(d, "RideDeadLetterQueue"), queue == "rabbitmq" && strings.Contains(d, "Name:Queue Value:skidata.dlq"):
+					dead++
+				case queue == "sqs" && m["Namespace"] == "AWS/SQS" && strings.Contains(d, "GetAtt:[RideQueue QueueName]"):
+					rides++
+				case queue == "rabbitmq" && m["Namespace"] == "AWS/AmazonMQ" && !strings.Contains(d, "Name:Queue"):
+					rides++ // the broker's total: the dead letters are taken out below
+				default:
+					t.Errorf("%s with Queue=%s watches %v, not the %s queues", name, queue, m, queue)
+				}
+			}
+			if name == "DeadLetterAlarm" {
+				if dead != 1 || rides != 0 {
+					t.Errorf("DeadLetterAlarm with Queue=%s watches %v; want the dead-letter queue alone", queue, metrics)
+				}
+				continue
+			}
+			if rides != 1 {
+				t.Errorf("%s with Queue=%s watches %v; want the ride queue(s)", name, queue, metrics)
+			}
+			if queue == "rabbitmq" && (dead != 1 || !strings.Contains(strings.Join(exprs, " "), "- FILL(dlq, 0)")) {
+				t.Errorf("%s with Queue=rabbitmq: expressions %v over %v; want the dead-letter queue's ready messages taken out of the broker's", name, exprs, metrics)
+			}
+			if queue == "sqs" && dead != 0 {
+				t.Errorf("%s with Queue=sqs watches the dead-letter queue: %v", name, metrics)
+			}
+			th := str(resolveIf(a["Threshold"], conds))
+			if th == "0" {
+				continue
+			}
+			unit := map[string]string{"sqs": "Seconds", "rabbitmq": "Messages"}[queue]
+			ref := strings.TrimSuffix(strings.TrimPrefix(th, "map[Ref:"), "]")
+			p, ok := params[ref].(map[string]any)
+			if !ok || !strings.HasSuffix(ref, unit) || !strings.Contains(str(p["Description"]), strings.ToLower(unit)) {
+				t.Errorf("%s with Queue=%s: threshold %s; want a parameter named and described in %s", name, queue, th, strings.ToLower(unit))
+			}
+		}
 	}
 }
 
@@ -1325,8 +1518,29 @@ func TestTemplateWAFRateLimitsEachClientAddress(t *testing.T) {
 		st, _ := rule["Statement"].(map[string]any)
 		rb, _ := st["RateBasedStatement"].(map[string]any)
 		action, _ := rule["Action"].(map[string]any)
-		if rb != nil && rb["AggregateKeyType"] == "IP" && action["Block"] != nil {
-			limited = true
+		if rb == nil || rb["AggregateKeyType"] != "IP" || action["Block"] == nil {
+			continue
+		}
+		limited = true
+		// 429 with Retry-After (a 403 many devices treat as final, and
+		// drop the ride), a JSON body as the API's, over a 60 s window.
+		cr := asMap(asMap(action["Block"])["CustomResponse"])
+		body := asMap(asMap(acl["CustomResponseBodies"])[str(cr["CustomResponseBodyKey"])])
+		if cr["ResponseCode"] != 429 || fmt.Sprint(cr["ResponseHeaders"]) != "[map[Name:Retry-After Value:60]]" || body["ContentType"] != "APPLICATION_JSON" || !json.Valid([]byte(str(body["Content"]))) {
+			t.Errorf("%s: rule %v blocks with %v (body %v); want 429, Retry-After: 60 and a JSON body", aclName, rule["Name"], cr, body)
+		}
+		if rb["EvaluationWindowSec"] != 60 || fmt.Sprint(rb["Limit"]) != "map[Ref:WafRequestsPerMinute]" {
+			t.Errorf("%s: rule %v counts %v over %v s; want WafRequestsPerMinute over 60 s", aclName, rule["Name"], rb["Limit"], rb["EvaluationWindowSec"])
+		}
+		// An alarm on what it turns away, on the metric of that rule.
+		alarm := resources(t, tpl, "AWS::CloudWatch::Alarm")["WafBlocksAlarm"]
+		want := fmt.Sprint([]any{
+			map[string]any{"Name": "WebACL", "Value": acl["Name"]},
+			map[string]any{"Name": "Region", "Value": map[string]any{"Ref": "AWS::Region"}},
+			map[string]any{"Name": "Rule", "Value": asMap(rule["VisibilityConfig"])["MetricName"]},
+		})
+		if alarm["Namespace"] != "AWS/WAFV2" || alarm["MetricName"] != "BlockedRequests" || fmt.Sprint(alarm["Dimensions"]) != want {
+			t.Errorf("WafBlocksAlarm watches %v %v %v; want AWS/WAFV2 BlockedRequests %s", alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"], want)
 		}
 	}
 	if !limited {
@@ -1371,9 +1585,12 @@ func TestTemplateAlarmsOnTheBrokersResourcesAndTheLoadBalancer(t *testing.T) {
 }
 
 // TestTemplateInstancesBootWithoutTheNATGateway: what an instance needs to
-// start and be managed (the broker password, cfn-signal, Session Manager)
-// is reachable through interface endpoints in its own subnets, so a NAT
-// gateway's zone failing stops no instance from booting.
+// start, be managed and queue rides (the queue or the broker password, the
+// readiness signal, Session Manager, the agent's logs and metrics) is
+// reachable through interface endpoints in its own subnets, so a NAT
+// gateway's zone failing stops no instance from booting; with
+// CreateInterfaceEndpoints=queue only the queue's endpoint is made (taking
+// rides never depends on the NAT gateway), with false none.
 func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 	tpl := loadTemplate(t)
 	all := tpl["Resources"].(map[string]any)
@@ -1382,8 +1599,10 @@ func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 		if ep["VpcEndpointType"] != "Interface" {
 			continue
 		}
-		if all[name].(map[string]any)["Condition"] != "WantInterfaceEndpoints" {
-			t.Errorf("%s is not optional (Condition WantInterfaceEndpoints): a VPC that has one already would fail the create", name)
+		if cond := str(all[name].(map[string]any)["Condition"]); !conditionImplies(tpl, cond, "WantQueueEndpoint") {
+			t.Errorf("%s has Condition %q; want one implying WantQueueEndpoint (CreateInterfaceEndpoints not false): a VPC that has one already would fail the create", name, cond)
+		} else if sub := str(ep["ServiceName"]); !strings.Contains(sub, ".sqs") && !strings.Contains(sub, ".secretsmanager") && !conditionImplies(tpl, cond, "WantInterfaceEndpoints") {
+			t.Errorf("%s has Condition %q; want one implying WantInterfaceEndpoints: only the queue's endpoint comes with CreateInterfaceEndpoints=queue", name, cond)
 		}
 		if ep["PrivateDnsEnabled"] != true || !strings.Contains(str(ep["SubnetIds"]), "PrivateSubnets") {
 			t.Errorf("%s: private DNS %v, subnets %v; want the service's own name resolving to the endpoint in PrivateSubnets", name, ep["PrivateDnsEnabled"], ep["SubnetIds"])
@@ -1391,7 +1610,7 @@ func TestTemplateInstancesBootWithoutTheNATGateway(t *testing.T) {
 		sub := str(ep["ServiceName"])
 		services[strings.TrimRight(sub[strings.LastIndex(sub, ".")+1:], "]")] = true
 	}
-	for _, s := range []string{"secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages", "logs", "monitoring"} {
+	for _, s := range []string{"sqs", "secretsmanager", "cloudformation", "ssm", "ssmmessages", "ec2messages", "logs", "monitoring"} {
 		if !services[s] {
 			t.Errorf("no interface endpoint for %s", s)
 		}
@@ -1470,7 +1689,6 @@ func TestTemplateWarmsTheTablesOfTheModelInUse(t *testing.T) {
 			t.Errorf("parameter %s defaults to %v: a new on-demand table already takes %v; want 0 or more than %v", name, def, newTable, newTable)
 		}
 	}
-	conditions, _ := tpl["Conditions"].(map[string]any)
 	wantCond := map[string]string{
 		"WarmWrites":         "map[Fn::Not:[map[Fn::Equals:[map[Ref:WarmWriteUnitsPerSecond] 0]]]]",
 		"WarmReads":          "map[Fn::Not:[map[Fn::Equals:[map[Ref:WarmReadUnitsPerSecond] 0]]]]",
@@ -1482,11 +1700,7 @@ func TestTemplateWarmsTheTablesOfTheModelInUse(t *testing.T) {
 		wantCond[cond] = fmt.Sprintf("map[Fn::And:[map[Condition:%s] map[Condition:WantWarmThroughput]]]", modelCondition(model))
 		modelOf["${TablePrefix}"+modelTablePrefix(t, tpl, model)] = cond
 	}
-	for name, want := range wantCond {
-		if got := fmt.Sprint(conditions[name]); got != want {
-			t.Errorf("condition %s is %s; want %s", name, got, want)
-		}
-	}
+	wantConditions(t, tpl, wantCond)
 	check := func(what, cond string, warm any) {
 		t.Helper()
 		want := "map[Fn::If:[" + cond + " map[" +
@@ -1523,23 +1737,28 @@ func TestTemplateWarmsTheTablesOfTheModelInUse(t *testing.T) {
 
 // TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten: the instances
 // never fetch the broker password at boot or write it to their
-// environment file; the file names the secret, whose value skiapi reads
-// itself (--amqp-password-secret), and each instance role may read that
-// one secret and no other.
+// environment file; the file names the application user's secret, whose
+// value skiapi reads itself (--amqp-password-secret), and each instance
+// role may read that one secret and no other (not the administrator's).
 func TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten(t *testing.T) {
 	tpl := loadTemplate(t)
 	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
 	for _, name := range []string{"ApiLaunchTemplate", "ConsumerLaunchTemplate"} {
-		ud, _ := userData(lts[name])
-		for _, banned := range []string{"get-secret-value", "$PASS", "${PASS}", "skidata:$"} {
-			if strings.Contains(ud, banned) {
+		ud, vars := userData(lts[name])
+		_, mq := queueSettings(t, vars)
+		for _, banned := range []string{"get-secret-value", "$PASS", "${PASS}", "skidata:$", "skidata-app:$"} {
+			if strings.Contains(ud+mq, banned) {
 				t.Errorf("%s user-data holds %q: the password is fetched at boot or written to disk", name, banned)
 			}
 		}
-		for _, want := range []string{"SKI_AMQP_PASSWORD_SECRET=${BrokerSecret}\n", "AMQP_URL=amqps://skidata@"} {
-			if !strings.Contains(ud, want) {
-				t.Errorf("%s user-data lacks %q", name, want)
+		for _, want := range []string{"SKI_AMQP_PASSWORD_SECRET=${BrokerAppSecret}", "AMQP_URL=amqps://${User}@"} {
+			if !strings.Contains(mq, want) {
+				t.Errorf("%s: QueueSettings with Queue=rabbitmq lacks %q", name, want)
 			}
+		}
+		user := resolveIf(vars["QueueSettings"], queueConditions("rabbitmq"))
+		if got := fmt.Sprint(list(asMap(user)["Fn::Sub"])[1]); !strings.Contains(got, "User:map[Fn::GetAtt:[BrokerAppUser Username]]") {
+			t.Errorf("%s: the AMQP user is %s; want the application user BrokerAppUser made", name, got)
 		}
 	}
 	roles := resources(t, tpl, "AWS::IAM::Role")
@@ -1555,8 +1774,8 @@ func TestTemplateBrokerPasswordIsReadFromTheSecretNotWritten(t *testing.T) {
 				}
 			}
 		}
-		if fmt.Sprint(reads) != fmt.Sprint([]any{map[string]any{"Ref": "BrokerSecret"}}) {
-			t.Errorf("%s may read secrets %v; want exactly the broker's (!Ref BrokerSecret)", role, reads)
+		if fmt.Sprint(reads) != fmt.Sprint([]any{map[string]any{"Ref": "BrokerAppSecret"}}) {
+			t.Errorf("%s may read secrets %v; want exactly the application user's (!Ref BrokerAppSecret)", role, reads)
 		}
 		for _, arn := range list(roles[role]["ManagedPolicyArns"]) {
 			if strings.Contains(strings.ToLower(fmt.Sprint(arn)), "secretsmanager") {
@@ -1647,6 +1866,21 @@ func TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics(t *testing.T) {
 		agentJSON := strings.NewReplacer("$ROLE", role, `\$`, "$").Replace(heredoc(t, script, "AGENT"))
 		var agent struct {
 			Logs struct {
+				MetricsCollected struct {
+					Prometheus struct {
+						LogGroupName         string `json:"log_group_name"`
+						PrometheusConfigPath string `json:"prometheus_config_path"`
+						EMF                  struct {
+							Namespace    string `json:"metric_namespace"`
+							Declarations []struct {
+								SourceLabels    []string   `json:"source_labels"`
+								LabelMatcher    string     `json:"label_matcher"`
+								Dimensions      [][]string `json:"dimensions"`
+								MetricSelectors []string   `json:"metric_selectors"`
+							} `json:"metric_declaration"`
+						} `json:"emf_processor"`
+					} `json:"prometheus"`
+				} `json:"metrics_collected"`
 				LogsCollected struct {
 					Files struct {
 						CollectList []struct {
@@ -1685,6 +1919,69 @@ func TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics(t *testing.T) {
 		if m.AppendDimensions["AutoScalingGroupName"] != "${aws:AutoScalingGroupName}" {
 			t.Errorf("%s: AutoScalingGroupName dimension %q; want the agent's ${aws:AutoScalingGroupName}", name, m.AppendDimensions["AutoScalingGroupName"])
 		}
+		checkScrapedCounters(t, name, script, agent.Logs.MetricsCollected.Prometheus.LogGroupName, agent.Logs.MetricsCollected.Prometheus.PrometheusConfigPath,
+			agent.Logs.MetricsCollected.Prometheus.EMF.Namespace, agent.Logs.MetricsCollected.Prometheus.EMF.Declarations)
+	}
+}
+
+// checkScrapedCounters: the agent scrapes the service's /metrics with a
+// scrape configuration promtool accepts, labelled with the stack, and
+// turns exactly the counters the CloudWatch alarms watch (rides dropped,
+// persists failed: metrics the service serves) into CloudWatch metrics of
+// namespace skidata with the dimension Stack, written to MetricsLogGroup;
+// RidesDroppedAlarm and PersistFailingAlarm watch those metrics. So they
+// alarm with no Prometheus server (the scraper group is empty by default).
+func checkScrapedCounters(t *testing.T, lt, script, logGroup, configPath, namespace string, decls []struct {
+	SourceLabels    []string   `json:"source_labels"`
+	LabelMatcher    string     `json:"label_matcher"`
+	Dimensions      [][]string `json:"dimensions"`
+	MetricSelectors []string   `json:"metric_selectors"`
+}) {
+	t.Helper()
+	if logGroup != "cfn-MetricsLogGroup" || namespace != "skidata" {
+		t.Errorf("%s: the agent writes scraped metrics to %q in namespace %q; want ${MetricsLogGroup}, skidata", lt, logGroup, namespace)
+	}
+	if !strings.Contains(script, "cat > "+configPath+" <<'SCRAPE'\n") {
+		t.Errorf("%s: the agent's prometheus_config_path %q is not the file the user-data writes", lt, configPath)
+	}
+	scrape := heredoc(t, script, "SCRAPE")
+	cfg := filepath.Join(t.TempDir(), "prometheus.yaml")
+	if err := os.WriteFile(cfg, []byte(scrape), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool(t), "check", "config", cfg).CombinedOutput(); err != nil {
+		t.Errorf("%s: promtool check config of the agent's scrape configuration: %v\n%s\n%s", lt, err, out, scrape)
+	}
+	if !strings.Contains(scrape, `targets: ["127.0.0.1:8080"]`) || !strings.Contains(scrape, "job_name: skidata") || !strings.Contains(scrape, `Stack: "cfn-AWS--StackName"`) {
+		t.Errorf("%s: the scrape configuration does not scrape 127.0.0.1:8080 as job skidata labelled with the stack:\n%s", lt, scrape)
+	}
+	served := servedMetrics(t)
+	var selected []string
+	for _, d := range decls {
+		if fmt.Sprint(d.SourceLabels) != "[job]" || d.LabelMatcher != "^skidata$" || fmt.Sprint(d.Dimensions) != "[[Stack]]" {
+			t.Errorf("%s: metric declaration %+v; want job skidata, dimensions [[Stack]]", lt, d)
+		}
+		for _, sel := range d.MetricSelectors {
+			metric := strings.TrimSuffix(strings.TrimPrefix(sel, "^"), "$")
+			if !served[metric] {
+				t.Errorf("%s: the agent selects %s, which the service does not serve", lt, metric)
+			}
+			selected = append(selected, metric)
+		}
+	}
+	alarms := resources(t, loadTemplate(t), "AWS::CloudWatch::Alarm")
+	var watched []string
+	for _, name := range []string{"RidesDroppedAlarm", "PersistFailingAlarm"} {
+		a := alarms[name]
+		if a["Namespace"] != "skidata" || fmt.Sprint(a["Dimensions"]) != "[map[Name:Stack Value:map[Ref:AWS::StackName]]]" || a["Statistic"] != "Sum" {
+			t.Errorf("%s watches %v %v %v; want namespace skidata, dimension Stack of this stack, the sum of the scraped increases", name, a["Namespace"], a["Dimensions"], a["Statistic"])
+		}
+		watched = append(watched, str(a["MetricName"]))
+	}
+	sort.Strings(selected)
+	sort.Strings(watched)
+	if !slices.Equal(selected, watched) {
+		t.Errorf("%s: the agent sends %v; the alarms watch %v", lt, selected, watched)
 	}
 }
 
@@ -1705,8 +2002,8 @@ func TestTemplateCloudWatchAgentMayWriteOnlyItsOwnLogsAndMetrics(t *testing.T) {
 				action := str(a)
 				switch {
 				case strings.HasPrefix(action, "logs:"):
-					if fmt.Sprint(st["Resource"]) != fmt.Sprint(map[string]any{"Fn::GetAtt": []any{"LogGroup", "Arn"}}) {
-						t.Errorf("%s allows %s on %v; want the stack's log group only (!GetAtt LogGroup.Arn)", role, action, st["Resource"])
+					if fmt.Sprint(st["Resource"]) != "[map[Fn::GetAtt:[LogGroup Arn]] map[Fn::GetAtt:[MetricsLogGroup Arn]]]" {
+						t.Errorf("%s allows %s on %v; want the stack's two log groups only (!GetAtt LogGroup.Arn, !GetAtt MetricsLogGroup.Arn)", role, action, st["Resource"])
 					}
 					putLogs = putLogs || action == "logs:PutLogEvents"
 				case strings.HasPrefix(action, "cloudwatch:"):
@@ -1781,6 +2078,126 @@ func TestTemplateBrokerDefaultsToTheVersionAndTypeAmazonMQRecommends(t *testing.
 	for _, want := range []string{"BrokerEngineVersion", "3.13", "mq.m5.large", "mq.t3.micro"} {
 		if !strings.Contains(rule, want) {
 			t.Errorf("rule RabbitMQ4NeedsM7g lacks %q: %s", want, rule)
+		}
+	}
+}
+
+// TestTemplateLoadBalancerPinsXForwardedFor: the load balancer appends the
+// client's address to X-Forwarded-For, the last entry the service trusts
+// for --client-rate; pinned, not left to a default that could change.
+func TestTemplateLoadBalancerPinsXForwardedFor(t *testing.T) {
+	_, lb := single(t, loadTemplate(t), "AWS::ElasticLoadBalancingV2::LoadBalancer")
+	for _, a := range list(lb["LoadBalancerAttributes"]) {
+		if am := asMap(a); am["Key"] == "routing.http.xff_header_processing.mode" {
+			if am["Value"] != "append" {
+				t.Errorf("routing.http.xff_header_processing.mode is %v; want append", am["Value"])
+			}
+			return
+		}
+	}
+	t.Error("the load balancer does not set routing.http.xff_header_processing.mode")
+}
+
+// TestTemplateBrokerCPUIsComparedPerNode: a cluster's SystemCpuUtilization
+// is its three nodes' added together, so the alarm divides by the nodes
+// before comparing with 80 %.
+func TestTemplateBrokerCPUIsComparedPerNode(t *testing.T) {
+	tpl := loadTemplate(t)
+	a := resources(t, tpl, "AWS::CloudWatch::Alarm")["BrokerCpuAlarm"]
+	if a["Threshold"] != 80 {
+		t.Errorf("BrokerCpuAlarm threshold %v; want 80 (a node's percent)", a["Threshold"])
+	}
+	for mode, want := range map[string]string{"CLUSTER_MULTI_AZ": "cpu / 3", "SINGLE_INSTANCE": "cpu / 1"} {
+		_, exprs := alarmMetrics(a, map[string]bool{"ClusterBroker": mode == "CLUSTER_MULTI_AZ"})
+		if !slices.Equal(exprs, []string{want}) {
+			t.Errorf("BrokerCpuAlarm with BrokerDeploymentMode=%s computes %v; want %q", mode, exprs, want)
+		}
+	}
+	if got := fmt.Sprint(asMap(tpl["Conditions"])["ClusterBroker"]); !strings.Contains(got, "CLUSTER_MULTI_AZ") {
+		t.Errorf("condition ClusterBroker is %s; want BrokerDeploymentMode CLUSTER_MULTI_AZ", got)
+	}
+}
+
+// TestTemplateAccessLogWriterIsRightInEveryRegion: in the Regions opened
+// before August 2022 the access-log bucket must let in the Region's Elastic
+// Load Balancing account, which AWS lists (Elastic Load Balancing User
+// Guide, "Enable access logs for your Application Load Balancer"); the
+// service principal elsewhere. The mapping holds exactly AWS's list, and
+// the later Regions with "" (the service principal).
+func TestTemplateAccessLogWriterIsRightInEveryRegion(t *testing.T) {
+	tpl := loadTemplate(t)
+	documented := map[string]string{
+		"us-east-1": "127311923021", "us-east-2": "033677994240", "us-west-1": "027434742980", "us-west-2": "797873946194",
+		"af-south-1": "098369216593", "ap-east-1": "754344448648", "ap-southeast-3": "589379963580", "ap-south-1": "718504428378",
+		"ap-northeast-3": "383597477331", "ap-northeast-2": "600734575887", "ap-southeast-1": "114774131450", "ap-southeast-2": "783225319266",
+		"ap-northeast-1": "582318560864", "ca-central-1": "985666609251", "eu-central-1": "054676820928", "eu-west-1": "156460612806",
+		"eu-west-2": "652711504416", "eu-south-1": "635631232127", "eu-west-3": "009996457667", "eu-north-1": "897822967062",
+		"me-south-1": "076674570225", "sa-east-1": "507241528517",
+	}
+	mapping := asMap(asMap(tpl["Mappings"])["ElbLogDelivery"])
+	for region, account := range documented {
+		if got := str(asMap(mapping[region])["Account"]); got != account {
+			t.Errorf("ElbLogDelivery %s is %q; want %s", region, got, account)
+		}
+	}
+	for region, entry := range mapping {
+		if _, ok := documented[region]; !ok && str(asMap(entry)["Account"]) != "" {
+			t.Errorf("ElbLogDelivery %s is %v; AWS documents no account for it, so want \"\" (the service principal)", region, entry)
+		}
+	}
+	wantConditions(t, tpl, map[string]string{"ElbAccountRegion": "map[Fn::Not:[map[Fn::Equals:[map[Fn::FindInMap:[ElbLogDelivery map[Ref:AWS::Region] Account]] ]]]]"})
+}
+
+// TestTemplateCopiesTheTablesToAnotherRegion: with BackupCopyVaultArn,
+// the tables of the model in use are backed up every day and each backup
+// copied to that vault in another Region, kept BackupCopyRetentionDays;
+// without it, no backup resource exists.
+func TestTemplateCopiesTheTablesToAnotherRegion(t *testing.T) {
+	tpl := loadTemplate(t)
+	all := tpl["Resources"].(map[string]any)
+	wantConditions(t, tpl, map[string]string{"CopyBackups": "map[Fn::Not:[map[Fn::Equals:[map[Ref:BackupCopyVaultArn] ]]]]"})
+	if p := asMap(asMap(tpl["Parameters"])["BackupCopyVaultArn"]); p["Default"] != "" {
+		t.Errorf("BackupCopyVaultArn defaults to %v; want empty (a copy is a choice)", p["Default"])
+	}
+	n := 0
+	for name, r := range all {
+		if strings.HasPrefix(str(asMap(r)["Type"]), "AWS::Backup::") || name == "BackupRole" {
+			n++
+			if asMap(r)["Condition"] != "CopyBackups" {
+				t.Errorf("%s: Condition %v; want CopyBackups", name, asMap(r)["Condition"])
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d backup resources; want the vault, the plan, its role and the selection", n)
+	}
+	rules := list(asMap(asMap(asMap(all["BackupPlan"])["Properties"])["BackupPlan"])["BackupPlanRule"])
+	if len(rules) != 1 {
+		t.Fatalf("backup plan rules %v; want one", rules)
+	}
+	rule := asMap(rules[0])
+	copies := list(rule["CopyActions"])
+	if !strings.HasPrefix(str(rule["ScheduleExpression"]), "cron(") || len(copies) != 1 ||
+		fmt.Sprint(asMap(copies[0])["DestinationBackupVaultArn"]) != "map[Ref:BackupCopyVaultArn]" ||
+		fmt.Sprint(asMap(copies[0])["Lifecycle"]) != "map[DeleteAfterDays:map[Ref:BackupCopyRetentionDays]]" {
+		t.Errorf("backup rule %v; want a daily schedule copying to BackupCopyVaultArn, kept BackupCopyRetentionDays", rule)
+	}
+	sel := asMap(asMap(asMap(all["BackupSelection"])["Properties"])["BackupSelection"])
+	want := "[map[Fn::Sub:[" + tableARN + "${TablePrefix}${ModelTablePrefix}* map[ModelTablePrefix:map[Fn::FindInMap:[StoreModels map[Ref:Store] TablePrefix]]]]]]"
+	if got := fmt.Sprint(sel["Resources"]); got != want {
+		t.Errorf("the backups select %s; want the tables of the model in use, %s", got, want)
+	}
+}
+
+// TestTemplateLogGroupDoesNotBlockCreatingTheStackAgain: the log group is
+// kept when the stack is deleted, so its name carries the stack's own id:
+// a stack of the same name created again gets a log group of its own
+// instead of failing on the kept one.
+func TestTemplateLogGroupDoesNotBlockCreatingTheStackAgain(t *testing.T) {
+	for name, g := range resources(t, loadTemplate(t), "AWS::Logs::LogGroup") {
+		got := fmt.Sprint(g["LogGroupName"])
+		if !strings.Contains(got, "${AWS::StackName}/${StackUuid}") || !strings.Contains(got, "StackUuid:map[Fn::Select:[2 map[Fn::Split:[/ map[Ref:AWS::StackId]]]]]") {
+			t.Errorf("log group %s is named %s; want /skidata/${AWS::StackName}/<the stack id's uuid>...", name, got)
 		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 type Resort struct {
 	ID      ResortID
 	Name    string
-	Seasons []string // ascending, no duplicates
+	Seasons []Season // ascending, no duplicates
 }
 
 // NewResort validates a resort and normalises its seasons (sorted, unique).
-func NewResort(id ResortID, name string, seasons ...string) (Resort, error) {
+func NewResort(id ResortID, name string, seasons ...Season) (Resort, error) {
 	if err := ValidateResortID(id); err != nil {
 		return Resort{}, err
 	}
@@ -23,23 +23,20 @@ func NewResort(id ResortID, name string, seasons ...string) (Resort, error) {
 	}
 	r := Resort{ID: id, Name: name}
 	for _, s := range seasons {
-		if err := ValidateSeasonID(s); err != nil {
-			return Resort{}, err
-		}
 		r = r.WithSeason(s)
 	}
 	return r, nil
 }
 
 // HasSeason reports whether the season is registered for the resort.
-func (r Resort) HasSeason(season string) bool {
-	_, found := slices.BinarySearch(r.Seasons, season)
+func (r Resort) HasSeason(season Season) bool {
+	_, found := slices.BinarySearchFunc(r.Seasons, season, Season.Compare)
 	return found
 }
 
 // WithSeason returns a copy of r with the season registered; r is unchanged.
-func (r Resort) WithSeason(season string) Resort {
-	i, found := slices.BinarySearch(r.Seasons, season)
+func (r Resort) WithSeason(season Season) Resort {
+	i, found := slices.BinarySearchFunc(r.Seasons, season, Season.Compare)
 	if found {
 		return r
 	}
@@ -51,6 +48,6 @@ func (r Resort) WithSeason(season string) Resort {
 // int64 everywhere: a ride climbs at most 10,000 m, so no realistic sum
 // comes near wrapping.
 type SeasonVertical struct {
-	SeasonID  string
+	SeasonID  Season
 	TotalVert int64
 }

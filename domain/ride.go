@@ -5,12 +5,6 @@ import (
 	"strconv"
 )
 
-// MinDay and MaxDay bound a day of the season (a leap year has 366).
-const (
-	MinDay = 1
-	MaxDay = 366
-)
-
 // VerticalPerLift is the vertical metres a ride on lift N climbs: N × 10.
 const VerticalPerLift = 10
 
@@ -42,8 +36,8 @@ type (
 // past the HTTP boundary, in a queue or read back from a store, is valid.
 type LiftRide struct {
 	resortID ResortID
-	seasonID string
-	dayID    int
+	season   Season
+	day      Day
 	skierID  SkierID
 	time     int32
 	liftID   int32
@@ -51,16 +45,17 @@ type LiftRide struct {
 
 // The ride's fields.
 func (r LiftRide) ResortID() ResortID { return r.resortID }
-func (r LiftRide) SeasonID() string   { return r.seasonID }
-func (r LiftRide) DayID() int         { return r.dayID }
+func (r LiftRide) SeasonID() Season   { return r.season }
+func (r LiftRide) DayID() Day         { return r.day }
 func (r LiftRide) SkierID() SkierID   { return r.skierID }
 func (r LiftRide) Time() int32        { return r.time }
 func (r LiftRide) LiftID() int32      { return r.liftID }
 
-// MustLiftRide is NewLiftRide for values known to be valid (tests,
-// fixtures); it panics on an invalid one.
-func MustLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID, time, liftID int32) LiftRide {
-	r, err := NewLiftRide(resortID, seasonID, dayID, skierID, time, liftID)
+// MustLiftRide is NewLiftRide from the plain values a test or fixture
+// writes (the season as text), known to be valid; it panics on an invalid
+// one.
+func MustLiftRide(resortID ResortID, season string, day int, skierID SkierID, time, liftID int32) LiftRide {
+	r, err := NewLiftRide(resortID, MustSeason(season), MustDay(day), skierID, time, liftID)
 	if err != nil {
 		panic(err)
 	}
@@ -68,16 +63,15 @@ func MustLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID
 }
 
 // NewLiftRide validates every field and returns the ride, or an ErrInvalid
-// naming the first field that breaks a rule.
-func NewLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID, time, liftID int32) (LiftRide, error) {
+// naming the first field that breaks a rule. The season and the day are
+// valid by their types; only their zero values, which no constructor
+// makes, are refused.
+func NewLiftRide(resortID ResortID, season Season, day Day, skierID SkierID, time, liftID int32) (LiftRide, error) {
 	if err := ValidateResortID(resortID); err != nil {
 		return LiftRide{}, err
 	}
-	if err := ValidateSeasonID(seasonID); err != nil {
-		return LiftRide{}, err
-	}
-	if err := ValidateDayID(dayID); err != nil {
-		return LiftRide{}, err
+	if season == (Season{}) || day == (Day{}) {
+		return LiftRide{}, Invalid("a ride needs a season and a day, got season %s, day %s", season, day)
 	}
 	if err := ValidateSkierID(skierID); err != nil {
 		return LiftRide{}, err
@@ -88,7 +82,7 @@ func NewLiftRide(resortID ResortID, seasonID string, dayID int, skierID SkierID,
 	if liftID < MinLiftID || liftID > MaxLiftID {
 		return LiftRide{}, Invalid("liftID must be between %d and %d, got %d", MinLiftID, MaxLiftID, liftID)
 	}
-	return LiftRide{resortID: resortID, seasonID: seasonID, dayID: dayID, skierID: skierID, time: time, liftID: liftID}, nil
+	return LiftRide{resortID: resortID, season: season, day: day, skierID: skierID, time: time, liftID: liftID}, nil
 }
 
 // Vertical is the vertical this ride climbs (at most MaxLiftID × 10).
@@ -101,9 +95,9 @@ func (r LiftRide) Key() string {
 	b := make([]byte, 0, 48)
 	b = strconv.AppendInt(b, int64(r.resortID), 10)
 	b = append(b, '/')
-	b = append(b, r.seasonID...)
+	b = strconv.AppendUint(b, uint64(r.season.year), 10)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.dayID), 10)
+	b = strconv.AppendUint(b, uint64(r.day.n), 10)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(r.skierID), 10)
 	b = append(b, '/')
@@ -128,30 +122,6 @@ func ValidateSkierID(id SkierID) error {
 	}
 	return nil
 }
-
-// ValidateDayID checks that a day lies in 1..366.
-func ValidateDayID(day int) error {
-	if day < MinDay || day > MaxDay {
-		return Invalid("dayID must be between %d and %d, got %d", MinDay, MaxDay, day)
-	}
-	return nil
-}
-
-// ParseDayID reads a day given as text (the API's writeNewLiftRide path
-// carries it as a string) and validates it.
-func ParseDayID(s string) (int, error) {
-	day, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, Invalid("dayID must be a whole number between %d and %d, got %q", MinDay, MaxDay, s)
-	}
-	if err := ValidateDayID(day); err != nil {
-		return 0, err
-	}
-	return day, nil
-}
-
-// FormatDayID is the inverse of ParseDayID.
-func FormatDayID(day int) string { return strconv.Itoa(day) }
 
 // CompareRidesInDay is the order of a skier's rides of a day, which every
 // store answers getSkierDayRides in: by time, then resort, then lift.

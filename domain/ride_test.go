@@ -9,7 +9,7 @@ import (
 )
 
 func TestNewLiftRideAcceptsValidRide(t *testing.T) {
-	r, err := domain.NewLiftRide(1, "2024", 366, 7, 0, 40)
+	r, err := domain.NewLiftRide(1, domain.MustSeason("2024"), domain.MustDay(366), 7, 0, 40)
 	if err != nil {
 		t.Fatalf("valid ride rejected: %v", err)
 	}
@@ -23,31 +23,24 @@ func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 	cases := []struct {
 		name          string
 		resort        domain.ResortID
-		season        string
-		day           int
 		skier         domain.SkierID
 		time, lift    int32
 		wantInMessage string
 	}{
-		{"resort zero", 0, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
-		{"resort negative", -3, "2024", 1, 1, 1, 1, "resortID must be a positive integer"},
-		{"season short", 1, "224", 1, 1, 1, 1, "seasonID must be a four-digit year"},
-		{"season letters", 1, "20x4", 1, 1, 1, 1, "seasonID must be a four-digit year"},
-		{"season leading zero", 1, "0999", 1, 1, 1, 1, "seasonID must be a four-digit year"},
-		{"day zero", 1, "2024", 0, 1, 1, 1, "dayID must be between 1 and 366"},
-		{"day 367", 1, "2024", 367, 1, 1, 1, "dayID must be between 1 and 366"},
-		{"skier zero", 1, "2024", 1, 0, 1, 1, "skierID must be a positive integer"},
-		{"time negative", 1, "2024", 1, 1, -1, 1, "time must be between 0 and 1439"},
-		{"lift zero", 1, "2024", 1, 1, 1, 0, "liftID must be between 1 and 1000"},
-		{"lift negative", 1, "2024", 1, 1, 1, -2, "liftID must be between 1 and 1000"},
-		{"time past the day", 1, "2024", 1, 1, 1440, 1, "time must be between 0 and 1439"},
-		{"time max int32", 1, "2024", 1, 1, 2147483647, 1, "time must be between 0 and 1439"},
-		{"lift 1001", 1, "2024", 1, 1, 1, 1001, "liftID must be between 1 and 1000"},
-		{"lift max int32", 1, "2024", 1, 1, 217, 2147483647, "liftID must be between 1 and 1000"},
+		{"resort zero", 0, 1, 1, 1, "resortID must be a positive integer"},
+		{"resort negative", -3, 1, 1, 1, "resortID must be a positive integer"},
+		{"skier zero", 1, 0, 1, 1, "skierID must be a positive integer"},
+		{"time negative", 1, 1, -1, 1, "time must be between 0 and 1439"},
+		{"lift zero", 1, 1, 1, 0, "liftID must be between 1 and 1000"},
+		{"lift negative", 1, 1, 1, -2, "liftID must be between 1 and 1000"},
+		{"time past the day", 1, 1, 1440, 1, "time must be between 0 and 1439"},
+		{"time max int32", 1, 1, 2147483647, 1, "time must be between 0 and 1439"},
+		{"lift 1001", 1, 1, 1, 1001, "liftID must be between 1 and 1000"},
+		{"lift max int32", 1, 1, 217, 2147483647, "liftID must be between 1 and 1000"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := domain.NewLiftRide(c.resort, c.season, c.day, c.skier, c.time, c.lift)
+			_, err := domain.NewLiftRide(c.resort, domain.MustSeason("2024"), domain.MustDay(1), c.skier, c.time, c.lift)
 			if !errors.Is(err, domain.ErrInvalid) {
 				t.Fatalf("err = %v; want ErrInvalid", err)
 			}
@@ -60,7 +53,7 @@ func TestNewLiftRideRejectsEachBrokenRule(t *testing.T) {
 
 func TestNewLiftRideAcceptsTheBounds(t *testing.T) {
 	for _, c := range []struct{ time, lift int32 }{{domain.MinTime, domain.MinLiftID}, {domain.MaxTime, domain.MaxLiftID}} {
-		if _, err := domain.NewLiftRide(1, "2024", 1, 1, c.time, c.lift); err != nil {
+		if _, err := domain.NewLiftRide(1, domain.MustSeason("2024"), domain.MustDay(1), 1, c.time, c.lift); err != nil {
 			t.Errorf("time %d, lift %d rejected: %v", c.time, c.lift, err)
 		}
 	}
@@ -70,30 +63,6 @@ func TestVerticalIsLiftTimesTen(t *testing.T) {
 	for _, lift := range []int32{1, 7, 40} {
 		if got := (domain.MustLiftRide(1, "2024", 1, 1, 0, lift)).Vertical(); got != int(lift)*10 {
 			t.Errorf("Vertical of lift %d = %d; want %d", lift, got, lift*10)
-		}
-	}
-}
-
-func TestParseDayID(t *testing.T) {
-	for in, want := range map[string]int{"1": 1, "366": 366, "45": 45} {
-		if got, err := domain.ParseDayID(in); err != nil || got != want {
-			t.Errorf("ParseDayID(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "0", "367", "x", "1.5", "-1"} {
-		if _, err := domain.ParseDayID(bad); !errors.Is(err, domain.ErrInvalid) {
-			t.Errorf("ParseDayID(%q) err = %v; want ErrInvalid", bad, err)
-		}
-	}
-}
-
-func TestSeasonFromInt(t *testing.T) {
-	if s, err := domain.SeasonFromInt(2024); err != nil || s != "2024" {
-		t.Errorf("SeasonFromInt(2024) = %q, %v", s, err)
-	}
-	for _, bad := range []int32{0, 999, 10000, -2024} {
-		if _, err := domain.SeasonFromInt(bad); !errors.Is(err, domain.ErrInvalid) {
-			t.Errorf("SeasonFromInt(%d) err = %v; want ErrInvalid", bad, err)
 		}
 	}
 }
@@ -121,15 +90,16 @@ func TestKeyDistinguishesEveryField(t *testing.T) {
 }
 
 func TestResortSeasons(t *testing.T) {
-	r, err := domain.NewResort(1, "One", "2025", "2024", "2025")
+	s2023, s2024, s2025 := domain.MustSeason("2023"), domain.MustSeason("2024"), domain.MustSeason("2025")
+	r, err := domain.NewResort(1, "One", s2025, s2024, s2025)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Seasons) != 2 || r.Seasons[0] != "2024" || r.Seasons[1] != "2025" {
+	if len(r.Seasons) != 2 || r.Seasons[0] != s2024 || r.Seasons[1] != s2025 {
 		t.Errorf("seasons = %v; want sorted and unique [2024 2025]", r.Seasons)
 	}
-	r2 := r.WithSeason("2023")
-	if !r2.HasSeason("2023") || r.HasSeason("2023") {
+	r2 := r.WithSeason(s2023)
+	if !r2.HasSeason(s2023) || r.HasSeason(s2023) {
 		t.Errorf("WithSeason must add to the copy only: copy %v, original %v", r2.Seasons, r.Seasons)
 	}
 	if _, err := domain.NewResort(0, "x"); !errors.Is(err, domain.ErrInvalid) {
@@ -137,8 +107,5 @@ func TestResortSeasons(t *testing.T) {
 	}
 	if _, err := domain.NewResort(1, " "); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("NewResort with blank name err = %v; want ErrInvalid", err)
-	}
-	if _, err := domain.NewResort(1, "x", "20"); !errors.Is(err, domain.ErrInvalid) {
-		t.Errorf("NewResort with bad season err = %v; want ErrInvalid", err)
 	}
 }

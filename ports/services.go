@@ -23,15 +23,15 @@ type ResortDaySkiers struct {
 // SkierSeasonDays answers "which days did the skier ski this season".
 type SkierSeasonDays struct {
 	SkierID  domain.SkierID
-	SeasonID string
-	DayIDs   []int
+	SeasonID domain.Season
+	DayIDs   []domain.Day
 }
 
 // SkierDay answers "what did the skier ride that day".
 type SkierDay struct {
 	SkierID   domain.SkierID
-	SeasonID  string
-	DayID     int
+	SeasonID  domain.Season
+	DayID     domain.Day
 	TotalVert int64
 	Rides     []domain.LiftRide
 }
@@ -39,20 +39,20 @@ type SkierDay struct {
 // RideQueries answers the read side of the API. Nothing to report is
 // domain.ErrNotFound with a message saying what was looked for.
 type RideQueries interface {
-	ResortDaySkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (ResortDaySkiers, error)
-	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error)
+	ResortDaySkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (ResortDaySkiers, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error)
 	// SkierResortTotals sums the skier's vertical over the given resorts per
 	// season, keeping only the given seasons when any are given.
-	SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasonIDs []string) ([]domain.SeasonVertical, error)
-	SkierSeasonDays(ctx context.Context, skierID domain.SkierID, seasonID string) (SkierSeasonDays, error)
-	SkierDay(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) (SkierDay, error)
+	SkierResortTotals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID, seasons []domain.Season) ([]domain.SeasonVertical, error)
+	SkierSeasonDays(ctx context.Context, skierID domain.SkierID, season domain.Season) (SkierSeasonDays, error)
+	SkierDay(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) (SkierDay, error)
 }
 
 // Resorts serves the reference data.
 type Resorts interface {
 	List(ctx context.Context) ([]domain.Resort, error)
-	Seasons(ctx context.Context, resortID domain.ResortID) ([]string, error)
-	AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error
+	Seasons(ctx context.Context, resortID domain.ResortID) ([]domain.Season, error)
+	AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error
 }
 
 // EndpointStat is the latency summary of one route and method.

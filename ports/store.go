@@ -21,10 +21,10 @@ type RideStore interface {
 
 	// UniqueSkiers counts the distinct skiers with at least one ride at the
 	// resort on that day.
-	UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error)
+	UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error)
 	// SkierDayVertical sums the vertical of the skier's rides at the resort
 	// on that day; 0 when there are none.
-	SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error)
+	SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error)
 	// SkierSeasonVerticals lists, for each of the given resorts at which
 	// the skier has rides, the skier's total vertical there for every season
 	// with rides, seasons ascending. It answers all the resorts in one call
@@ -33,10 +33,10 @@ type RideStore interface {
 	SkierSeasonVerticals(ctx context.Context, skierID domain.SkierID, resortIDs []domain.ResortID) (map[domain.ResortID][]domain.SeasonVertical, error)
 	// SkierDays lists the days of the season on which the skier rode, at any
 	// resort, ascending.
-	SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error)
+	SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error)
 	// SkierDayRides lists the skier's rides of that day at any resort,
 	// ordered by time (then resort, then lift).
-	SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error)
+	SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error)
 }
 
 // ResortStore keeps the reference data: resorts and their seasons.
@@ -48,5 +48,5 @@ type ResortStore interface {
 	PutResort(ctx context.Context, r domain.Resort) error
 	// AddSeason registers a season for an existing resort; registering it
 	// again is not an error. An unknown resort is domain.ErrNotFound.
-	AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error
+	AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error
 }

@@ -90,6 +90,7 @@ need_command() {
 }
 
 need_command rsvg-convert librsvg2-bin "skiload's chart test renders the SVG and checks it shows lines"
+need_command shellcheck shellcheck "checks deploy/aws/pitr-restore.sh and the instances' user-data (deploy/template_test.go)"
 need_command promtool prometheus "checks and unit-tests the Prometheus alert rules in deploy/prometheus (the package is not started)"
 need_command systemd-analyze systemd "rates the hardening of deploy/systemd's units"
 need_command systemd-nspawn systemd-container "boots deploy/systemd's API unit under a real systemd (deploy/systemd_boot_test.go)"

@@ -44,8 +44,8 @@ func addRideUpdate(r domain.LiftRide) (expression.Expression, error) {
 	update := expression.
 		Set(list, expression.ListAppend(expression.IfNotExists(list, expression.Value(types.AttributeValueMemberL{Value: []types.AttributeValue{}})), expression.Value(ride))).
 		Set(expression.Name(attrResortID), expression.Value(r.ResortID())).
-		Set(expression.Name(attrSeasonID), expression.Value(r.SeasonID())).
-		Set(expression.Name(attrDayID), expression.Value(r.DayID())).
+		Set(expression.Name(attrSeasonID), expression.Value(r.SeasonID().String())).
+		Set(expression.Name(attrDayID), expression.Value(r.DayID().Number())).
 		Set(expression.Name(attrSeasonDaySkier), expression.Value(seasonDaySkier(r.SeasonID(), r.DayID(), r.SkierID()))).
 		Add(expression.Name(attrTotalVertical), expression.Value(r.Vertical())).
 		Add(expression.Name(attrRideKeys), expression.Value(types.AttributeValueMemberSS{Value: []string{rideKey(r)}}))
@@ -88,7 +88,7 @@ func (s *AbandonedStore) addRide(ctx context.Context, r domain.LiftRide) error {
 		return nil // a failed condition: already stored
 	case itemTooLarge(err):
 		return &wrapped{kind: domain.ErrInvalid, err: fmt.Errorf(
-			"ride %s: skier %d's item for season %s day %d at resort %d is full: "+
+			"ride %s: skier %d's item for season %s day %s at resort %d is full: "+
 				"one skier-day item holds at least %d rides (DynamoDB's 400 KB item limit): %w",
 			r.Key(), r.SkierID(), r.SeasonID(), r.DayID(), r.ResortID(), RidesPerSkierDayItem, err)}
 	default:
@@ -119,8 +119,8 @@ func itemTooLarge(err error) bool {
 // item, and so one index entry, per skier, day and resort. Eventually
 // consistent, as every index read: a skier-day created in the last moments
 // may not be counted yet.
-func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	in, err := dayIndexQuery(resortID, seasonID, dayID)
+func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
+	in, err := dayIndexQuery(resortID, season, day)
 	if err != nil {
 		return 0, err
 	}
@@ -130,8 +130,8 @@ func (s *AbandonedStore) UniqueSkiers(ctx context.Context, resortID domain.Resor
 }
 
 // SkierDayVertical reads the pre-aggregated total of one item.
-func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	return s.totalVertical(ctx, skierID, skierDaySortKey(seasonID, dayID, resortID))
+func (s *AbandonedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
+	return s.totalVertical(ctx, skierID, skierDaySortKey(season, day, resortID))
 }
 
 // SkierSeasonVerticals sums the skier's day totals per resort and season,
@@ -141,15 +141,15 @@ func (s *AbandonedStore) SkierSeasonVerticals(ctx context.Context, skierID domai
 }
 
 // SkierDays lists the days of the skier's items in the season.
-func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	return s.skierDays(ctx, skierID, seasonPrefix(seasonID))
+func (s *AbandonedStore) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	return s.skierDays(ctx, skierID, seasonPrefix(season))
 }
 
 // SkierDayRides unpacks the ride lists of the skier's items of the day (one
 // per resort visited).
-func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
+func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
 	var out []domain.LiftRide
-	err := s.querySkier(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID), 0, func(it item) error {
+	err := s.querySkier(ctx, "SkierDayRides", skierID, dayPrefix(season, day), 0, func(it item) error {
 		resort, err := getNum(it, attrResortID)
 		if err != nil {
 			return err
@@ -171,7 +171,7 @@ func (s *AbandonedStore) SkierDayRides(ctx context.Context, skierID domain.Skier
 			if err != nil {
 				return err
 			}
-			r, err := domain.NewLiftRide(domain.ResortID(resort), seasonID, dayID, skierID, int32(tm), int32(lift))
+			r, err := domain.NewLiftRide(domain.ResortID(resort), season, day, skierID, int32(tm), int32(lift))
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package dynamo
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,8 +37,8 @@ func rideAttributes(r domain.LiftRide, sortKey string) item {
 	it[attrSkierID] = numAttr(int64(r.SkierID()))
 	it[attrSortKey] = strAttr(sortKey)
 	it[attrResortID] = numAttr(int64(r.ResortID()))
-	it[attrSeasonID] = strAttr(r.SeasonID())
-	it[attrDayID] = numAttr(int64(r.DayID()))
+	it[attrSeasonID] = strAttr(r.SeasonID().String())
+	it[attrDayID] = numAttr(int64(r.DayID().Number()))
 	it[attrTime] = numAttr(int64(r.Time()))
 	it[attrLiftID] = numAttr(int64(r.LiftID()))
 	it[attrVertical] = numAttr(int64(r.Vertical()))
@@ -47,19 +46,23 @@ func rideAttributes(r domain.LiftRide, sortKey string) item {
 }
 
 func itemRide(it item) (domain.LiftRide, error) {
-	var vals [5]int64
-	for i, name := range []string{attrResortID, attrDayID, attrSkierID, attrTime, attrLiftID} {
+	var vals [4]int64
+	for i, name := range []string{attrResortID, attrSkierID, attrTime, attrLiftID} {
 		n, err := getNum(it, name)
 		if err != nil {
 			return domain.LiftRide{}, err
 		}
 		vals[i] = n
 	}
-	season, err := getStr(it, attrSeasonID)
+	season, err := getSeason(it, attrSeasonID)
 	if err != nil {
 		return domain.LiftRide{}, err
 	}
-	return domain.NewLiftRide(domain.ResortID(vals[0]), season, int(vals[1]), domain.SkierID(vals[2]), int32(vals[3]), int32(vals[4]))
+	day, err := getDay(it, attrDayID)
+	if err != nil {
+		return domain.LiftRide{}, err
+	}
+	return domain.NewLiftRide(domain.ResortID(vals[0]), season, day, domain.SkierID(vals[1]), int32(vals[2]), int32(vals[3]))
 }
 
 // AddRides writes the rides as puts of 25, several requests in flight. A put
@@ -157,8 +160,8 @@ func dedupe(rides []domain.LiftRide) []domain.LiftRide {
 // ride) and counts the distinct skiers among them. An index cannot be read
 // consistently: a ride stored in the last moments (usually under a
 // second on AWS) may not be counted yet, even once the queue has drained.
-func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	in, err := dayIndexQuery(resortID, seasonID, dayID)
+func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
+	in, err := dayIndexQuery(resortID, season, day)
 	if err != nil {
 		return 0, err
 	}
@@ -173,9 +176,9 @@ func (s *AdoptedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortI
 
 // SkierDayVertical sums the Vertical of the skier's rides of that day at
 // the resort.
-func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
+func (s *AdoptedStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
 	var total int64
-	err := s.querySkier(ctx, "SkierDayVertical", skierID, dayPrefix(seasonID, dayID), resortID, func(it item) error {
+	err := s.querySkier(ctx, "SkierDayVertical", skierID, dayPrefix(season, day), resortID, func(it item) error {
 		v, err := getNum(it, attrVertical)
 		total += v
 		return err
@@ -191,23 +194,23 @@ func (s *AdoptedStore) SkierSeasonVerticals(ctx context.Context, skierID domain.
 }
 
 // SkierDays reads the skier's rides of the season and lists their days.
-func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	return s.skierDays(ctx, skierID, seasonPrefix(seasonID))
+func (s *AdoptedStore) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	return s.skierDays(ctx, skierID, seasonPrefix(season))
 }
 
 // SkierDayRides reads the skier's rides of the day.
-func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	return s.rideItems(ctx, "SkierDayRides", skierID, dayPrefix(seasonID, dayID))
+func (s *AdoptedStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	return s.rideItems(ctx, "SkierDayRides", skierID, dayPrefix(season, day))
 }
 
 // seasonTotals sums vertical per season over the items a query returns.
-type seasonTotals map[string]int64
+type seasonTotals map[domain.Season]int64
 
 // adder returns the per-item callback that adds the item's vertical
 // attribute (a ride's or a day's) to its season.
 func (t seasonTotals) adder(verticalAttr string) func(item) error {
 	return func(it item) error {
-		season, err := getStr(it, attrSeasonID)
+		season, err := getSeason(it, attrSeasonID)
 		if err != nil {
 			return err
 		}
@@ -222,7 +225,7 @@ func (t seasonTotals) sorted() []domain.SeasonVertical {
 	for season, v := range t {
 		out = append(out, domain.SeasonVertical{SeasonID: season, TotalVert: v})
 	}
-	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return cmp.Compare(a.SeasonID, b.SeasonID) })
+	slices.SortFunc(out, func(a, b domain.SeasonVertical) int { return a.SeasonID.Compare(b.SeasonID) })
 	return out
 }
 
@@ -281,7 +284,7 @@ func (b *base) seasonVerticals(ctx context.Context, skierID domain.SkierID, reso
 }
 
 // skierDays lists the days of the skier's items under prefix.
-func (b *base) skierDays(ctx context.Context, skierID domain.SkierID, prefix string) ([]int, error) {
+func (b *base) skierDays(ctx context.Context, skierID domain.SkierID, prefix string) ([]domain.Day, error) {
 	days := daySet{}
 	if err := b.querySkier(ctx, "SkierDays", skierID, prefix, 0, days.add, attrDayID); err != nil {
 		return nil, err
@@ -290,19 +293,22 @@ func (b *base) skierDays(ctx context.Context, skierID domain.SkierID, prefix str
 }
 
 // daySet collects the distinct days of the items a query returns.
-type daySet map[int]struct{}
+type daySet map[domain.Day]struct{}
 
 func (days daySet) add(it item) error {
-	d, err := getNum(it, attrDayID)
-	days[int(d)] = struct{}{}
-	return err
+	d, err := getDay(it, attrDayID)
+	if err != nil {
+		return err
+	}
+	days[d] = struct{}{}
+	return nil
 }
 
-func (days daySet) sorted() []int {
-	out := make([]int, 0, len(days))
+func (days daySet) sorted() []domain.Day {
+	out := make([]domain.Day, 0, len(days))
 	for d := range days {
 		out = append(out, d)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, domain.Day.Compare)
 	return out
 }

@@ -59,12 +59,13 @@ func readsAfterWrites(t *testing.T, model string, uniqueLags bool) {
 		t.Fatal(err)
 	}
 	ctx := dynamotest.Context(t)
-	const resort, season, day = 3, "2025", 7
-	r1 := mustRide(t, resort, season, day, 11, 100, 2)
-	r2 := mustRide(t, resort, season, day, 11, 200, 5)
-	r3 := mustRide(t, resort, season, day, 12, 150, 3)
-	r4 := mustRide(t, resort, season, day, 11, 300, 4)
-	r5 := mustRide(t, resort, season, day, 13, 120, 1)
+	const resort = 3
+	r1 := mustRide(t, resort, "2025", 7, 11, 100, 2)
+	r2 := mustRide(t, resort, "2025", 7, 11, 200, 5)
+	r3 := mustRide(t, resort, "2025", 7, 12, 150, 3)
+	r4 := mustRide(t, resort, "2025", 7, 11, 300, 4)
+	r5 := mustRide(t, resort, "2025", 7, 13, 120, 1)
+	season, day := r1.SeasonID(), r1.DayID()
 
 	step := func(batch []domain.LiftRide, uniqueBefore, uniqueAfter int, skier11 []domain.LiftRide) {
 		t.Helper()
@@ -93,8 +94,8 @@ func readsAfterWrites(t *testing.T, model string, uniqueLags bool) {
 		if got, err := s.SkierDayRides(ctx, 11, season, day); err != nil || !slices.Equal(got, skier11) {
 			t.Errorf("SkierDayRides right after AddRides = %v, %v; want %v", got, err, skier11)
 		}
-		if got, err := s.SkierDays(ctx, 11, season); err != nil || !slices.Equal(got, []int{day}) {
-			t.Errorf("SkierDays right after AddRides = %v, %v; want [%d]", got, err, day)
+		if got, err := s.SkierDays(ctx, 11, season); err != nil || !slices.Equal(got, []domain.Day{day}) {
+			t.Errorf("SkierDays right after AddRides = %v, %v; want [%s]", got, err, day)
 		}
 		if got, err := s.SkierDayVertical(ctx, resort, season, day, 11); err != nil || got != vert {
 			t.Errorf("SkierDayVertical right after AddRides = %d, %v; want %d", got, err, vert)

@@ -68,15 +68,15 @@ func countersRideItem(r domain.LiftRide) item {
 // skierDay names one skier-day item; resortDay one resort-day shard.
 type skierDay struct {
 	skier  domain.SkierID
-	season string
-	day    int
+	season domain.Season
+	day    domain.Day
 	resort domain.ResortID
 }
 
 type resortDay struct {
 	resort domain.ResortID
-	season string
-	day    int
+	season domain.Season
+	day    domain.Day
 	shard  int
 }
 
@@ -203,8 +203,8 @@ func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []
 	cond := allOf(conds)
 	update := expression.
 		Set(expression.Name(attrResortID), expression.Value(d.resort)).
-		Set(expression.Name(attrSeasonID), expression.Value(d.season)).
-		Set(expression.Name(attrDayID), expression.Value(d.day)).
+		Set(expression.Name(attrSeasonID), expression.Value(d.season.String())).
+		Set(expression.Name(attrDayID), expression.Value(d.day.Number())).
 		Add(expression.Name(attrTotalVertical), expression.Value(vert)).
 		Add(expression.Name(attrRideKeys), expression.Value(types.AttributeValueMemberSS{Value: keys}))
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
@@ -227,7 +227,7 @@ func (s *CountersStore) updateSkierDay(ctx context.Context, d skierDay, rides []
 		if conditionFailed(err) {
 			return false, err
 		}
-		return false, unavailable(fmt.Errorf("update skier-day item of skier %d, %s day %d, resort %d: %w", d.skier, d.season, d.day, d.resort, err))
+		return false, unavailable(fmt.Errorf("update skier-day item of skier %d, %s day %s, resort %d: %w", d.skier, d.season, d.day, d.resort, err))
 	}
 	_, existed := out.Attributes[attrTotalVertical]
 	return !existed, nil
@@ -301,7 +301,7 @@ func (s *CountersStore) updateResortDay(ctx context.Context, rd resortDay, skier
 		ExpressionAttributeValues: expr.Values(),
 	})
 	if err != nil && !conditionFailed(err) {
-		return unavailable(fmt.Errorf("update resort-day item of resort %d, %s day %d, shard %d: %w", rd.resort, rd.season, rd.day, rd.shard, err))
+		return unavailable(fmt.Errorf("update resort-day item of resort %d, %s day %s, shard %d: %w", rd.resort, rd.season, rd.day, rd.shard, err))
 	}
 	return err
 }
@@ -324,10 +324,10 @@ func conditionFailed(err error) bool {
 // UniqueSkiers sums the SkierCount of the resort-day's shards: one Query
 // of at most ResortDayShards small items, whatever the number of rides,
 // read consistently (queryPages).
-func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
 	in, err := queryInput(expression.NewBuilder().
 		WithKeyCondition(expression.Key(attrResortID).Equal(expression.Value(resortID)).
-			And(expression.Key(attrSortKey).BeginsWith(dayPrefix(seasonID, dayID)))).
+			And(expression.Key(attrSortKey).BeginsWith(dayPrefix(season, day)))).
 		WithProjection(namesList(attrSkierCount)))
 	if err != nil {
 		return 0, err
@@ -342,8 +342,8 @@ func (s *CountersStore) UniqueSkiers(ctx context.Context, resortID domain.Resort
 }
 
 // SkierDayVertical reads one skier-day item's TotalVertical.
-func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(seasonID, dayID, resortID))
+func (s *CountersStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
+	return s.totalVertical(ctx, skierID, dayItemPrefix+skierDaySortKey(season, day, resortID))
 }
 
 // SkierSeasonVerticals sums the skier's skier-day totals per resort and
@@ -354,13 +354,13 @@ func (s *CountersStore) SkierSeasonVerticals(ctx context.Context, skierID domain
 }
 
 // SkierDays lists the days of the skier's skier-day items in the season.
-func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	return s.skierDays(ctx, skierID, dayItemPrefix+seasonPrefix(seasonID))
+func (s *CountersStore) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	return s.skierDays(ctx, skierID, dayItemPrefix+seasonPrefix(season))
 }
 
 // SkierDayRides reads the skier's ride items of the day.
-func (s *CountersStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	return s.rideItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(seasonID, dayID))
+func (s *CountersStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	return s.rideItems(ctx, "SkierDayRides", skierID, rideItemPrefix+dayPrefix(season, day))
 }
 
 // CountItems counts the items of both tables: rides, skier-days and

@@ -37,11 +37,11 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 	ctx := dynamotest.Context(t)
 	type rd struct {
 		resort domain.ResortID
-		day    int
+		day    domain.Day
 	}
 	type sd struct {
 		resort domain.ResortID
-		day    int
+		day    domain.Day
 		skier  domain.SkierID
 	}
 	skiers := map[rd]map[domain.SkierID]bool{}
@@ -60,13 +60,13 @@ func checkAggregates(t *testing.T, s dynamo.Store, rides []domain.LiftRide) {
 		vert[sd{r.ResortID(), r.DayID(), r.SkierID()}] += int64(r.Vertical())
 	}
 	for k, set := range skiers {
-		if n, err := s.UniqueSkiers(ctx, k.resort, "2024", k.day); err != nil || n != len(set) {
-			t.Errorf("UniqueSkiers(resort %d, day %d) = %d, %v; want %d", k.resort, k.day, n, err, len(set))
+		if n, err := s.UniqueSkiers(ctx, k.resort, domain.MustSeason("2024"), k.day); err != nil || n != len(set) {
+			t.Errorf("UniqueSkiers(resort %d, day %s) = %d, %v; want %d", k.resort, k.day, n, err, len(set))
 		}
 	}
 	for k, v := range vert {
-		if got, err := s.SkierDayVertical(ctx, k.resort, "2024", k.day, k.skier); err != nil || got != v {
-			t.Errorf("SkierDayVertical(resort %d, day %d, skier %d) = %d, %v; want %d", k.resort, k.day, k.skier, got, err, v)
+		if got, err := s.SkierDayVertical(ctx, k.resort, domain.MustSeason("2024"), k.day, k.skier); err != nil || got != v {
+			t.Errorf("SkierDayVertical(resort %d, day %s, skier %d) = %d, %v; want %d", k.resort, k.day, k.skier, got, err, v)
 		}
 	}
 }

@@ -114,9 +114,18 @@ func eachModel(t *testing.T, f func(t *testing.T, model string)) {
 	}
 }
 
+// dayList is the days of the given numbers.
+func dayList(ns ...int) []domain.Day {
+	out := make([]domain.Day, len(ns))
+	for i, n := range ns {
+		out[i] = domain.MustDay(n)
+	}
+	return out
+}
+
 func mustRide(t *testing.T, resort domain.ResortID, season string, day int, skier domain.SkierID, tm, lift int32) domain.LiftRide {
 	t.Helper()
-	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
+	r, err := domain.NewLiftRide(resort, domain.MustSeason(season), domain.MustDay(day), skier, tm, lift)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +147,10 @@ func TestQueriesFollowEveryPage(t *testing.T) {
 		if err := s.AddRides(ctx, rides); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.UniqueSkiers(ctx, 1, "2024", 2); err != nil || n != 7 {
+		if n, err := s.UniqueSkiers(ctx, 1, domain.MustSeason("2024"), domain.MustDay(2)); err != nil || n != 7 {
 			t.Errorf("UniqueSkiers over pages of 2 = %d, %v; want 7", n, err)
 		}
-		if days, err := s.SkierDays(ctx, 3, "2024"); err != nil || !slices.Equal(days, []int{1, 2, 3}) {
+		if days, err := s.SkierDays(ctx, 3, domain.MustSeason("2024")); err != nil || !slices.Equal(days, dayList(1, 2, 3)) {
 			t.Errorf("SkierDays over pages of 2 = %v, %v; want [1 2 3]", days, err)
 		}
 		if sv, err := s.SkierSeasonVerticals(ctx, 3, []domain.ResortID{1}); err != nil || len(sv[1]) != 1 || sv[1][0].TotalVert != 60 {
@@ -181,10 +190,10 @@ func TestAbandonedConditionKeepsRedeliveredRideOnce(t *testing.T) {
 	if err := s.AddRides(ctx, []domain.LiftRide{r2, r1}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := s.SkierDayVertical(ctx, 1, "2024", 5, 9); err != nil || v != 100 {
+	if v, err := s.SkierDayVertical(ctx, 1, domain.MustSeason("2024"), domain.MustDay(5), 9); err != nil || v != 100 {
 		t.Errorf("TotalVertical after redeliveries = %d, %v; want 40+60 = 100", v, err)
 	}
-	rides, err := s.SkierDayRides(ctx, 9, "2024", 5)
+	rides, err := s.SkierDayRides(ctx, 9, domain.MustSeason("2024"), domain.MustDay(5))
 	if err != nil || !slices.Equal(rides, []domain.LiftRide{r1, r2}) {
 		t.Errorf("LiftList after redeliveries = %v, %v; want each ride once", rides, err)
 	}
@@ -220,7 +229,7 @@ func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 		t.Fatalf("AddRides past the item size = %v; want ErrInvalid saying the item is full", err)
 	}
 	// What was stored before the limit is intact and counted once.
-	got, err := s.SkierDayRides(ctx, 1, "2024", 1)
+	got, err := s.SkierDayRides(ctx, 1, domain.MustSeason("2024"), domain.MustDay(1))
 	if err != nil || len(got) == 0 || len(got) >= len(rides) {
 		t.Fatalf("rides stored before the limit = %d, %v; want some but not all", len(got), err)
 	}
@@ -229,7 +238,7 @@ func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	if atLeast := (1024 - 150) / 32; len(got) < atLeast {
 		t.Errorf("a 1 KB skier-day item held %d rides; the documented estimate promises %d", len(got), atLeast)
 	}
-	if v, err := s.SkierDayVertical(ctx, 1, "2024", 1, 1); err != nil || v != int64(10*len(got)) {
+	if v, err := s.SkierDayVertical(ctx, 1, domain.MustSeason("2024"), domain.MustDay(1), 1); err != nil || v != int64(10*len(got)) {
 		t.Errorf("vertical = %d, %v; want %d", v, err, 10*len(got))
 	}
 }

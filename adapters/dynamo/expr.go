@@ -86,10 +86,10 @@ func (b *base) rideItems(ctx context.Context, op string, skierID domain.SkierID,
 }
 
 // dayIndexQuery is the Query of the resort index's entries of one day.
-func dayIndexQuery(resortID domain.ResortID, seasonID string, dayID int) (*dynamodb.QueryInput, error) {
+func dayIndexQuery(resortID domain.ResortID, season domain.Season, day domain.Day) (*dynamodb.QueryInput, error) {
 	in, err := queryInput(expression.NewBuilder().
 		WithKeyCondition(expression.Key(attrResortID).Equal(expression.Value(resortID)).
-			And(expression.Key(attrSeasonDaySkier).BeginsWith(dayPrefix(seasonID, dayID)))).
+			And(expression.Key(attrSeasonDaySkier).BeginsWith(dayPrefix(season, day)))).
 		WithProjection(namesList(attrSkierID)))
 	if err != nil {
 		return nil, err

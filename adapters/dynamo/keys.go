@@ -12,31 +12,36 @@ import (
 // zero-padded to a fixed width: then "day 5" sorts before "day 30" and a
 // begins_with on "season#day#" cannot match day 50 when asking for day 5.
 
+// A season is kept as its text form (String, "2024"): an S attribute and
+// the first part of every sort key. A day is kept as its number: an N
+// attribute, zero-padded in keys. Both are read back through the domain's
+// constructors (getSeason, getDay).
+
 // dayPrefix is "season#ddd#", the prefix of every key of one day.
-func dayPrefix(season string, day int) string {
-	return fmt.Sprintf("%s#%03d#", season, day)
+func dayPrefix(season domain.Season, day domain.Day) string {
+	return fmt.Sprintf("%s#%03d#", season, day.Number())
 }
 
 // seasonPrefix is "season#".
-func seasonPrefix(season string) string { return season + "#" }
+func seasonPrefix(season domain.Season) string { return season.String() + "#" }
 
 // rideSortKey is the adopted model's sort key: the ride's full identity
 // within its skier (season, day, time, lift, resort), so the same ride
 // written again lands on the same item. Time comes before lift and resort so
 // a skier's day reads back in time order.
 func rideSortKey(r domain.LiftRide) string {
-	return fmt.Sprintf("%s#%03d#%010d#%010d#%010d", r.SeasonID(), r.DayID(), r.Time(), r.LiftID(), r.ResortID())
+	return fmt.Sprintf("%s#%03d#%010d#%010d#%010d", r.SeasonID(), r.DayID().Number(), r.Time(), r.LiftID(), r.ResortID())
 }
 
 // skierDaySortKey is the abandoned model's sort key: one item per skier,
 // day and resort (a skier can ride at two resorts on one day).
-func skierDaySortKey(season string, day int, resort domain.ResortID) string {
-	return fmt.Sprintf("%s#%03d#%010d", season, day, resort)
+func skierDaySortKey(season domain.Season, day domain.Day, resort domain.ResortID) string {
+	return fmt.Sprintf("%s#%03d#%010d", season, day.Number(), resort)
 }
 
 // seasonDaySkier is the GSI sort key of both models.
-func seasonDaySkier(season string, day int, skier domain.SkierID) string {
-	return fmt.Sprintf("%s#%03d#%010d", season, day, skier)
+func seasonDaySkier(season domain.Season, day domain.Day, skier domain.SkierID) string {
+	return fmt.Sprintf("%s#%03d#%010d", season, day.Number(), skier)
 }
 
 func numAttr(n int64) types.AttributeValue {
@@ -69,4 +74,28 @@ func getStr(it item, name string) (string, error) {
 		return "", fmt.Errorf("attribute %s is missing or not a string", name)
 	}
 	return v.Value, nil
+}
+
+func getSeason(it item, name string) (domain.Season, error) {
+	v, err := getStr(it, name)
+	if err != nil {
+		return domain.Season{}, err
+	}
+	s, err := domain.ParseSeason(v)
+	if err != nil {
+		return s, fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func getDay(it item, name string) (domain.Day, error) {
+	n, err := getNum(it, name)
+	if err != nil {
+		return domain.Day{}, err
+	}
+	d, err := domain.NewDay(int(n))
+	if err != nil {
+		return d, fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return d, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skidata/skidata/domain"
 )
 
 // recordingAPI stores every BatchWriteItem put and counts them by
@@ -41,7 +43,7 @@ func (f *recordingAPI) BatchWriteItem(_ context.Context, in *dynamodb.BatchWrite
 // it, which then writes the marker; a written marker is claimed by no one.
 func TestMarkerClaimReleasedOnFailureGoesToTheWaiter(t *testing.T) {
 	c := newMarkerClaims(10)
-	m := marker{resort: 1, season: "2025", day: 3, skier: 7}
+	m := marker{resort: 1, season: domain.MustSeason("2025"), day: domain.MustDay(3), skier: 7}
 	mine, _ := c.claim([]marker{m})
 	if len(mine) != 1 {
 		t.Fatalf("first claim of a new marker = %v; want it", mine)
@@ -73,8 +75,8 @@ func TestMarkerClaimReleasedOnFailureGoesToTheWaiter(t *testing.T) {
 // write fails, writes it itself. The other batch's write fails only once
 // writeMarkers has sent its own first marker, so it is certainly waiting.
 func TestWriteMarkersTakesOverAFailedClaim(t *testing.T) {
-	free := marker{resort: 1, season: "2025", day: 3, skier: 1}
-	held := marker{resort: 1, season: "2025", day: 3, skier: 2}
+	free := marker{resort: 1, season: domain.MustSeason("2025"), day: domain.MustDay(3), skier: 1}
+	held := marker{resort: 1, season: domain.MustSeason("2025"), day: domain.MustDay(3), skier: 2}
 	api := &recordingAPI{puts: map[int64]int{}}
 	b := newBase(api, Config{Model: ModelSharded, WriteConcurrency: 1}, "skierTable")
 	s := newSharded(b, b.on("markers"))

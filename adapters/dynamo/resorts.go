@@ -48,7 +48,13 @@ func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
 			}
 			r := domain.Resort{ID: domain.ResortID(id), Name: name}
 			if ss, ok := it[attrSeasons].(*types.AttributeValueMemberSS); ok {
-				r.Seasons = slices.Sorted(slices.Values(ss.Value))
+				for _, v := range ss.Value {
+					season, err := domain.ParseSeason(v)
+					if err != nil {
+						return fmt.Errorf("resort %d: attribute %s: %w", id, attrSeasons, err)
+					}
+					r = r.WithSeason(season)
+				}
 			}
 			out = append(out, r)
 		}
@@ -66,7 +72,11 @@ func (s *ResortStore) Resorts(ctx context.Context) ([]domain.Resort, error) {
 func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
 	update := expression.Set(expression.Name(attrName), expression.Value(r.Name))
 	if len(r.Seasons) > 0 { // a string set cannot be empty
-		update = update.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: r.Seasons}))
+		seasons := make([]string, len(r.Seasons))
+		for i, season := range r.Seasons {
+			seasons[i] = season.String()
+		}
+		update = update.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: seasons}))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
@@ -87,13 +97,13 @@ func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
 
 // AddSeason adds the season to an existing resort's set; the condition
 // keeps it from creating a nameless resort.
-func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
+func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
 	expr, err := expression.NewBuilder().
-		WithUpdate(expression.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: []string{seasonID}}))).
+		WithUpdate(expression.Add(expression.Name(attrSeasons), expression.Value(types.AttributeValueMemberSS{Value: []string{season.String()}}))).
 		WithCondition(expression.Name(attrResortID).AttributeExists()).
 		Build()
 	if err != nil {
-		return fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err)
+		return fmt.Errorf("add season %s to resort %d: %w", season, resortID, err)
 	}
 	_, err = s.updateItem(ctx, "AddSeason", &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -107,7 +117,7 @@ func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, s
 	case conditionFailed(err):
 		return domain.NotFound("resort %d does not exist", resortID)
 	case err != nil:
-		return unavailable(fmt.Errorf("add season %s to resort %d: %w", seasonID, resortID, err))
+		return unavailable(fmt.Errorf("add season %s to resort %d: %w", season, resortID, err))
 	}
 	return nil
 }

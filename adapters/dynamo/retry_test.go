@@ -70,7 +70,7 @@ func TestAdoptedRetriesUnprocessedItemsUntilWritten(t *testing.T) {
 	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted, WriteConcurrency: 2, NewBackOff: quickBackOff}, "skierTable")}
 	var rides []domain.LiftRide
 	for tm := range int32(30) {
-		r, _ := domain.NewLiftRide(1, "2024", 1, 7, tm, 2)
+		r, _ := domain.NewLiftRide(1, domain.MustSeason("2024"), domain.MustDay(1), 7, tm, 2)
 		rides = append(rides, r, r) // each twice: dedupe must keep requests valid
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -101,7 +101,7 @@ func TestAdoptedRetriesUnprocessedItemsUntilWritten(t *testing.T) {
 func TestAdoptedUnprocessedRetryStopsWithContext(t *testing.T) {
 	api := &neverWritesAPI{}
 	s := &AdoptedStore{base: newBase(api, Config{Model: ModelAdopted, NewBackOff: quickBackOff}, "skierTable")}
-	r, _ := domain.NewLiftRide(1, "2024", 1, 7, 1, 2)
+	r, _ := domain.NewLiftRide(1, domain.MustSeason("2024"), domain.MustDay(1), 7, 1, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	api.afterCalls, api.cancel = 3, cancel
 	err := s.AddRides(ctx, []domain.LiftRide{r})

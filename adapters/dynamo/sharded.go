@@ -57,8 +57,8 @@ const attrResortDayShard = "ResortDayShard" // S: resort#season#ddd#shard
 
 type marker struct {
 	resort domain.ResortID
-	season string
-	day    int
+	season domain.Season
+	day    domain.Day
 	skier  domain.SkierID
 }
 
@@ -68,7 +68,7 @@ func markerShard(skier domain.SkierID) int {
 	return int(h.Sum32() % MarkerShards)
 }
 
-func resortDayShard(resort domain.ResortID, season string, day, shard int) string {
+func resortDayShard(resort domain.ResortID, season domain.Season, day domain.Day, shard int) string {
 	return fmt.Sprintf("%010d#%s%02d", resort, dayPrefix(season, day), shard)
 }
 
@@ -215,13 +215,13 @@ func (s *ShardedStore) writeMarkers(ctx context.Context, ms []marker) error {
 // UniqueSkiers counts the day's markers in every shard, the shards read in
 // parallel and consistently (queryPages): once AddRides has returned,
 // every marker it wrote is counted.
-func (s *ShardedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
+func (s *ShardedStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
 	counts := make([]int, MarkerShards)
 	g, gctx := errgroup.WithContext(ctx)
 	for shard := range MarkerShards {
 		g.Go(func() error {
 			in, err := queryInput(expression.NewBuilder().WithKeyCondition(
-				expression.Key(attrResortDayShard).Equal(expression.Value(resortDayShard(resortID, seasonID, dayID, shard)))))
+				expression.Key(attrResortDayShard).Equal(expression.Value(resortDayShard(resortID, season, day, shard)))))
 			if err != nil {
 				return err
 			}

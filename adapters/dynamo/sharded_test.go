@@ -121,7 +121,7 @@ func TestShardedRideWriteFailureLeavesNoMarkerAndRetryWritesIt(t *testing.T) {
 	if sent, _ := w.counts(); sent != 0 {
 		t.Errorf("markers sent while the ride write failed = %d; want none", sent)
 	}
-	if n, err := s.UniqueSkiers(ctx, 4, "2025", 9); err != nil || n != 0 {
+	if n, err := s.UniqueSkiers(ctx, 4, domain.MustSeason("2025"), domain.MustDay(9)); err != nil || n != 0 {
 		t.Errorf("UniqueSkiers after the failed batch = %d, %v; want 0 (a skier with no rides is not counted)", n, err)
 	}
 
@@ -157,7 +157,7 @@ func redeliverStoresOneMarker(t *testing.T, s dynamo.Store, w *markerWatch, ride
 	if _, put := w.counts(); put != 1 {
 		t.Errorf("markers stored = %d; want the redelivery's 1", put)
 	}
-	if n, err := s.UniqueSkiers(ctx, 4, "2025", 9); err != nil || n != 1 {
+	if n, err := s.UniqueSkiers(ctx, 4, domain.MustSeason("2025"), domain.MustDay(9)); err != nil || n != 1 {
 		t.Errorf("UniqueSkiers after the redelivery = %d, %v; want 1", n, err)
 	}
 }
@@ -182,7 +182,7 @@ func TestShardedConcurrentBatchesWriteAMarkerOnce(t *testing.T) {
 	if sent, put := w.counts(); sent != 1 || put != 1 {
 		t.Errorf("marker puts of one skier-day over %d concurrent batches: %d sent, %d stored; want 1 and 1", batches, sent, put)
 	}
-	if n, err := s.UniqueSkiers(ctx, 4, "2025", 9); err != nil || n != 1 {
+	if n, err := s.UniqueSkiers(ctx, 4, domain.MustSeason("2025"), domain.MustDay(9)); err != nil || n != 1 {
 		t.Errorf("UniqueSkiers = %d, %v; want 1", n, err)
 	}
 }
@@ -213,7 +213,7 @@ func TestShardedUniqueSkiersFollowsPagesWithinAShard(t *testing.T) {
 	if err := s.AddRides(ctx, rides); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.UniqueSkiers(ctx, 6, "2025", 10); err != nil || n != len(rides) {
+	if n, err := s.UniqueSkiers(ctx, 6, domain.MustSeason("2025"), domain.MustDay(10)); err != nil || n != len(rides) {
 		t.Errorf("UniqueSkiers = %d, %v; want %d (%d on one shard)", n, err, len(rides), onShard)
 	}
 	// One request at least per shard, and the crowded one needs

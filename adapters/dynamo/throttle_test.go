@@ -103,7 +103,7 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 			t.Errorf("throttles reported to metrics = %d; the proxy throttled %d", got, want)
 		}
 		// Nothing lost, nothing counted twice.
-		if n, err := s.UniqueSkiers(ctx, 3, "2025", 40); err != nil || n != skiers {
+		if n, err := s.UniqueSkiers(ctx, 3, domain.MustSeason("2025"), domain.MustDay(40)); err != nil || n != skiers {
 			t.Errorf("UniqueSkiers = %d, %v; want %d", n, err, skiers)
 		}
 		for sk := domain.SkierID(1); sk <= skiers; sk++ {
@@ -113,7 +113,7 @@ func TestSingleResortBurstUnderThroughputModel(t *testing.T) {
 					want += int64(r.Vertical())
 				}
 			}
-			if v, err := s.SkierDayVertical(ctx, 3, "2025", 40, sk); err != nil || v != want {
+			if v, err := s.SkierDayVertical(ctx, 3, domain.MustSeason("2025"), domain.MustDay(40), sk); err != nil || v != want {
 				t.Errorf("skier %d vertical = %d, %v; want %d", sk, v, err, want)
 			}
 		}
@@ -161,11 +161,11 @@ func TestThrottledReadsAreRetried(t *testing.T) {
 		if err := s.AddRides(ctx, rides); err != nil {
 			t.Fatal(err)
 		}
-		if days, err := s.SkierDays(ctx, 5, "2025"); err != nil || !slices.Equal(days, []int{1, 2, 3, 4}) {
+		if days, err := s.SkierDays(ctx, 5, domain.MustSeason("2025")); err != nil || !slices.Equal(days, dayList(1, 2, 3, 4)) {
 			t.Errorf("SkierDays under read throttling = %v, %v; want [1 2 3 4]", days, err)
 		}
 		for range 3 { // back to back: the partition has no unit left for the next
-			if v, err := s.SkierDayVertical(ctx, 3, "2025", 2, 5); err != nil || v != 20 {
+			if v, err := s.SkierDayVertical(ctx, 3, domain.MustSeason("2025"), domain.MustDay(2), 5); err != nil || v != 20 {
 				t.Errorf("SkierDayVertical under read throttling = %d, %v; want 20", v, err)
 			}
 		}

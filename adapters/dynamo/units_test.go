@@ -126,10 +126,11 @@ func withAttrs(it map[string]types.AttributeValue, set map[string]types.Attribut
 // The workload: 140 rides of skier 7 and 2 of skier 8, all at resort 3 on
 // day 1 of 2024, sent twice (a redelivery). Times and lifts end in zeros,
 // so numbers sized with their trailing zeros would come out larger.
-const (
-	unitsResort = domain.ResortID(3)
-	unitsSeason = "2024"
-	unitsDay    = 1
+const unitsResort = domain.ResortID(3)
+
+var (
+	unitsSeason = domain.MustSeason("2024")
+	unitsDay    = domain.MustDay(1)
 )
 
 func unitsWorkload(t *testing.T) (skier7, skier8 []domain.LiftRide) {

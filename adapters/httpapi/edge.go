@@ -86,34 +86,6 @@ func malformedQuery(raw string) string {
 	}
 }
 
-// MetricsPath is where WithMetrics serves the Prometheus metrics.
-const MetricsPath = "/metrics"
-
-// WithMetrics serves GET and HEAD /metrics with metrics and everything else
-// with api. /metrics is not in openapi.yaml (nor counted in /statistics),
-// so it is routed by hand rather than by a ServeMux in front, which would
-// redirect non-canonical paths ("/./x") with a plain-text 3xx before the
-// API's router could answer them in JSON. Another method on /metrics is a
-// 405 like the API's own, not a 404 saying there is no such route.
-func WithMetrics(api, metrics http.Handler) http.Handler {
-	return withMetrics{api: api, metrics: metrics}
-}
-
-type withMetrics struct{ api, metrics http.Handler }
-
-func (m withMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != MetricsPath {
-		m.api.ServeHTTP(w, r)
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeJSONError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: GET, HEAD", r.Method, MetricsPath))
-		return
-	}
-	m.metrics.ServeHTTP(w, r)
-}
-
 // WithDeadline gives every request's context the handler timeout d: the
 // store and queue calls honour it, and a request past it is answered 503.
 func WithDeadline(h http.Handler, d time.Duration) http.Handler {

@@ -11,9 +11,9 @@ import (
 )
 
 // Handlers implements StrictServerInterface on top of the core's services.
-// A handler translates between API and domain types and nothing more: the
-// use cases check every id against the domain's rules and the catalogue,
-// the same way for every route.
+// A handler translates between API and domain types and nothing more (a
+// season or day is parsed, and so checked, only here); the use cases check
+// the ids against the domain's rules and the catalogue.
 type Handlers struct {
 	Ingest  ports.RideIngester
 	Queries ports.RideQueries
@@ -24,13 +24,16 @@ type Handlers struct {
 	// ingest (RemoteAddress, or ForwardedAddress behind a load balancer),
 	// for its per-client rate limit; nil names none.
 	ClientAddress func(*http.Request) string
+	// Metrics, when set, is served at GET and HEAD /metrics beside the
+	// API's routes (it is not in openapi.yaml, nor counted in /statistics).
+	Metrics http.Handler
 }
 
 var _ StrictServerInterface = (*Handlers)(nil)
 
 // WriteNewLiftRide validates the ride and hands it to the ingest service.
 func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideRequestObject) (WriteNewLiftRideResponseObject, error) {
-	day, err := domain.ParseDayID(req.DayID)
+	season, day, err := seasonDay(req.SeasonID, req.DayID)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +43,7 @@ func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideReq
 	if req.Body.LiftID == nil {
 		return nil, domain.Invalid(`liftID is required: send a body like {"time":217,"liftID":21}`)
 	}
-	ride, err := domain.NewLiftRide(domain.ResortID(req.ResortID), req.SeasonID, day, domain.SkierID(req.SkierID), *req.Body.Time, *req.Body.LiftID)
+	ride, err := domain.NewLiftRide(domain.ResortID(req.ResortID), season, day, domain.SkierID(req.SkierID), *req.Body.Time, *req.Body.LiftID)
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +55,11 @@ func (h *Handlers) WriteNewLiftRide(ctx context.Context, req WriteNewLiftRideReq
 
 // GetSkierDayVertical answers with a bare integer.
 func (h *Handlers) GetSkierDayVertical(ctx context.Context, req GetSkierDayVerticalRequestObject) (GetSkierDayVerticalResponseObject, error) {
-	day, err := domain.ParseDayID(req.DayID)
+	season, day, err := seasonDay(req.SeasonID, req.DayID)
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.Queries.SkierDayVertical(ctx, domain.ResortID(req.ResortID), req.SeasonID, day, domain.SkierID(req.SkierID))
+	v, err := h.Queries.SkierDayVertical(ctx, domain.ResortID(req.ResortID), season, day, domain.SkierID(req.SkierID))
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +79,15 @@ func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortT
 		}
 		resorts = append(resorts, domain.ResortID(id))
 	}
-	var seasons []string
+	var seasons []domain.Season
 	if req.Params.Season != nil {
-		seasons = *req.Params.Season
+		for _, s := range *req.Params.Season {
+			season, err := domain.ParseSeason(s)
+			if err != nil {
+				return nil, err
+			}
+			seasons = append(seasons, season)
+		}
 	}
 	totals, err := h.Queries.SkierResortTotals(ctx, domain.SkierID(req.SkierID), resorts, seasons)
 	if err != nil {
@@ -86,35 +95,39 @@ func (h *Handlers) GetSkierResortTotals(ctx context.Context, req GetSkierResortT
 	}
 	out := SkierVertical{Resorts: make([]SeasonVertical, len(totals))}
 	for i, t := range totals {
-		out.Resorts[i] = SeasonVertical{SeasonID: t.SeasonID, TotalVert: t.TotalVert}
+		out.Resorts[i] = SeasonVertical{SeasonID: t.SeasonID.String(), TotalVert: t.TotalVert}
 	}
 	return GetSkierResortTotals200JSONResponse(out), nil
 }
 
 // GetSkierSeasonDays lists the days a skier skied in a season.
 func (h *Handlers) GetSkierSeasonDays(ctx context.Context, req GetSkierSeasonDaysRequestObject) (GetSkierSeasonDaysResponseObject, error) {
-	days, err := h.Queries.SkierSeasonDays(ctx, domain.SkierID(req.SkierID), req.SeasonID)
+	season, err := domain.ParseSeason(req.SeasonID)
 	if err != nil {
 		return nil, err
 	}
-	out := SkierSeasonDays{SkierID: int32(days.SkierID), SeasonID: days.SeasonID, DaysSkied: len(days.DayIDs), DayIDs: make([]string, len(days.DayIDs))}
+	days, err := h.Queries.SkierSeasonDays(ctx, domain.SkierID(req.SkierID), season)
+	if err != nil {
+		return nil, err
+	}
+	out := SkierSeasonDays{SkierID: int32(days.SkierID), SeasonID: days.SeasonID.String(), DaysSkied: len(days.DayIDs), DayIDs: make([]string, len(days.DayIDs))}
 	for i, d := range days.DayIDs {
-		out.DayIDs[i] = domain.FormatDayID(d)
+		out.DayIDs[i] = d.String()
 	}
 	return GetSkierSeasonDays200JSONResponse(out), nil
 }
 
 // GetSkierDayRides lists a skier's rides of one day.
 func (h *Handlers) GetSkierDayRides(ctx context.Context, req GetSkierDayRidesRequestObject) (GetSkierDayRidesResponseObject, error) {
-	day, err := domain.ParseDayID(req.DayID)
+	season, day, err := seasonDay(req.SeasonID, req.DayID)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := h.Queries.SkierDay(ctx, domain.SkierID(req.SkierID), req.SeasonID, day)
+	sd, err := h.Queries.SkierDay(ctx, domain.SkierID(req.SkierID), season, day)
 	if err != nil {
 		return nil, err
 	}
-	out := SkierDayRides{SkierID: int32(sd.SkierID), SeasonID: sd.SeasonID, DayID: domain.FormatDayID(sd.DayID), TotalVert: sd.TotalVert, Rides: make([]RideOfDay, len(sd.Rides))}
+	out := SkierDayRides{SkierID: int32(sd.SkierID), SeasonID: sd.SeasonID.String(), DayID: sd.DayID.String(), TotalVert: sd.TotalVert, Rides: make([]RideOfDay, len(sd.Rides))}
 	for i, r := range sd.Rides {
 		out.Rides[i] = RideOfDay{Time: r.Time(), LiftID: r.LiftID(), ResortID: int32(r.ResortID()), Vertical: r.Vertical()}
 	}
@@ -140,7 +153,11 @@ func (h *Handlers) GetResortSeasons(ctx context.Context, req GetResortSeasonsReq
 	if err != nil {
 		return nil, err
 	}
-	return GetResortSeasons200JSONResponse(SeasonsList{Seasons: seasons}), nil
+	out := SeasonsList{Seasons: make([]string, len(seasons))}
+	for i, s := range seasons {
+		out.Seasons[i] = s.String()
+	}
+	return GetResortSeasons200JSONResponse(out), nil
 }
 
 // AddSeason registers a season for a resort.
@@ -148,7 +165,11 @@ func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (A
 	if req.Body == nil || req.Body.Year == nil {
 		return nil, domain.Invalid(`year is required: send a body like {"year":"2026"}`)
 	}
-	if err := h.Resorts.AddSeason(ctx, domain.ResortID(req.ResortID), *req.Body.Year); err != nil {
+	season, err := domain.ParseSeason(*req.Body.Year)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Resorts.AddSeason(ctx, domain.ResortID(req.ResortID), season); err != nil {
 		return nil, err
 	}
 	return AddSeason201Response{}, nil
@@ -156,15 +177,30 @@ func (h *Handlers) AddSeason(ctx context.Context, req AddSeasonRequestObject) (A
 
 // GetResortSkiersDay counts a resort's unique skiers on a day.
 func (h *Handlers) GetResortSkiersDay(ctx context.Context, req GetResortSkiersDayRequestObject) (GetResortSkiersDayResponseObject, error) {
-	season, err := domain.SeasonFromInt(req.SeasonID)
+	season, err := domain.NewSeason(int(req.SeasonID))
 	if err != nil {
 		return nil, err
 	}
-	n, err := h.Queries.ResortDaySkiers(ctx, domain.ResortID(req.ResortID), season, int(req.DayID))
+	day, err := domain.NewDay(int(req.DayID))
+	if err != nil {
+		return nil, err
+	}
+	n, err := h.Queries.ResortDaySkiers(ctx, domain.ResortID(req.ResortID), season, day)
 	if err != nil {
 		return nil, err
 	}
 	return GetResortSkiersDay200JSONResponse(ResortSkiers{Time: n.ResortName, NumSkiers: int32(n.NumSkiers)}), nil
+}
+
+// seasonDay parses a route's season and day; a request wrong in both is
+// told about its day.
+func seasonDay(season, day string) (domain.Season, domain.Day, error) {
+	d, err := domain.ParseDay(day)
+	if err != nil {
+		return domain.Season{}, domain.Day{}, err
+	}
+	s, err := domain.ParseSeason(season)
+	return s, d, err
 }
 
 // GetPerformanceStats reports mean and max latency per route and method, in

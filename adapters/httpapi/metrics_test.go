@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,13 +10,14 @@ import (
 )
 
 // TestMetricsEndpointAnswersOtherMethods405: /metrics is served beside the
-// generated router; a POST to it was a 404 "no route", as if it did not
+// generated routes; a POST to it was a 404 "no route", as if it did not
 // exist. It is a 405 naming the methods it takes, in JSON like every
-// other 405, and GET and HEAD reach the metrics handler.
+// other 405, GET and HEAD reach the metrics handler, and it is not counted
+// in /statistics.
 func TestMetricsEndpointAnswersOtherMethods405(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics\n")) })
-	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("api\n")) })
-	h := WithMetrics(api, metrics)
+	stats := &statsRec{}
+	h := NewHandler(&Handlers{Metrics: metrics, Stats: stats}, slog.New(slog.DiscardHandler))
 	for _, method := range []string{"POST", "PUT", "DELETE", "PATCH", "OPTIONS"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, "/metrics", strings.NewReader("x")))
@@ -25,12 +27,15 @@ func TestMetricsEndpointAnswersOtherMethods405(t *testing.T) {
 			t.Errorf("%s /metrics = %d Allow %q %s; want 405, Allow: GET, HEAD and a JSON message", method, rec.Code, rec.Header().Get("Allow"), rec.Body.String())
 		}
 	}
-	for target, want := range map[string]string{"GET /metrics": "metrics\n", "HEAD /metrics": "metrics\n", "GET /resorts": "api\n", "POST /metricsx": "api\n", "GET /metrics/": "api\n"} {
+	for target, want := range map[string]int{"GET /metrics": 200, "HEAD /metrics": 200, "POST /metricsx": 404, "GET /metrics/": 404, "GET /./metrics": 404} {
 		method, path, _ := strings.Cut(target, " ")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-		if rec.Body.String() != want {
-			t.Errorf("%s went to %q; want %q", target, rec.Body.String(), want)
+		if metricsServed := rec.Body.String() == "metrics\n"; rec.Code != want || metricsServed != (want == 200) {
+			t.Errorf("%s = %d %q; want %d, from the metrics handler only when 200", target, rec.Code, rec.Body.String(), want)
 		}
+	}
+	if len(stats.routes) != 0 {
+		t.Errorf("/statistics recorded %v; /metrics is not the API's", stats.routes)
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,8 +51,16 @@ func NewHandler(h *Handlers, log *slog.Logger) http.Handler {
 		ErrorHandlerFunc: errs.paramError,
 		Middlewares:      []MiddlewareFunc{strictBodies(errs)},
 	})
+	if h.Metrics != nil { // another method is the mux's 405, answered in JSON as the API's own
+		mux.Handle(metricsPattern, h.Metrics)
+	}
 	return &instrumented{mux: mux, stats: h.Stats}
 }
+
+// MetricsPath is where Handlers.Metrics is served.
+const MetricsPath = "/metrics"
+
+const metricsPattern = "GET " + MetricsPath
 
 // operations is the strict middleware of every operation, run only for a
 // request its generated route serves. At debug level it logs the
@@ -96,8 +105,8 @@ func (s *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The mux sets r.Pattern ("GET /resorts/{resortID}/seasons") when a
 	// route matched; unmatched requests are not recorded, so that random
 	// paths cannot grow the table. A HEAD is served by its GET route and
-	// recorded as a HEAD of that route.
-	if r.Pattern != "" {
+	// recorded as a HEAD of that route. /metrics is not the API's.
+	if r.Pattern != "" && r.Pattern != metricsPattern {
 		_, route, _ := strings.Cut(r.Pattern, " ") // "GET /resorts" is /resorts
 		s.stats.Observe(route, r.Method, rec.status, time.Since(start))
 	}
@@ -227,14 +236,7 @@ func publicMessage(r *http.Request, status int, err error) string {
 	if errors.As(err, &de) {
 		return de.Msg
 	}
-	switch status {
-	case http.StatusNotFound:
-		return "not found; see openapi.yaml for what each path answers"
-	case http.StatusTooManyRequests:
-		return fmt.Sprintf("too many requests; retry after %d s", RetryAfterSeconds)
-	default:
-		return "the request is not valid; see openapi.yaml for what each operation takes"
-	}
+	return strings.ToLower(http.StatusText(status)) + "; see openapi.yaml for what each operation takes"
 }
 
 // paramError answers a path or query parameter of the wrong type.
@@ -243,10 +245,7 @@ func (e errorWriter) paramError(w http.ResponseWriter, r *http.Request, err erro
 	var required *RequiredParamError
 	switch {
 	case errors.As(err, &format):
-		got := r.PathValue(format.ParamName)
-		if got == "" {
-			got = r.URL.Query().Get(format.ParamName)
-		}
+		got := cmp.Or(r.PathValue(format.ParamName), r.URL.Query().Get(format.ParamName))
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s must be a whole number that fits in 32 bits, got %q", format.ParamName, got))
 	case errors.As(err, &required):
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("query parameter %s is required", required.ParamName))
@@ -275,16 +274,17 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 const ConsumerRoleMessage = "this process runs --role consumer: it serves /healthz, /readyz and /metrics only; send rides and queries to an api process"
 
 // NewOpsHandler serves a process that runs no API (--role consumer): the
-// same /healthz and /readyz as the API, and a 404 naming the role for
-// anything else, so a misrouted POST is refused instead of accepted.
-func NewOpsHandler(health ports.Health, stats ports.EndpointStats, log *slog.Logger) http.Handler {
-	api := NewHandler(&Handlers{Health: health, Stats: stats}, log)
-	// Routed by hand, not by a ServeMux, which would redirect a
-	// non-canonical path with a plain-text 3xx.
+// same /healthz, /readyz and /metrics as the API, and a 404 naming the role
+// for anything else, so a misrouted POST is refused instead of accepted.
+func NewOpsHandler(health ports.Health, stats ports.EndpointStats, metrics http.Handler, log *slog.Logger) http.Handler {
+	api := NewHandler(&Handlers{Health: health, Stats: stats, Metrics: metrics}, log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			api.ServeHTTP(w, r)
-			return
+		switch r.URL.Path {
+		case "/healthz", "/readyz", MetricsPath:
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				api.ServeHTTP(w, r)
+				return
+			}
 		}
 		writeJSONError(w, http.StatusNotFound, ConsumerRoleMessage)
 	})

@@ -324,11 +324,11 @@ type leakyQueries struct {
 	err error
 }
 
-func (q leakyQueries) SkierResortTotals(context.Context, domain.SkierID, []domain.ResortID, []string) ([]domain.SeasonVertical, error) {
+func (q leakyQueries) SkierResortTotals(context.Context, domain.SkierID, []domain.ResortID, []domain.Season) ([]domain.SeasonVertical, error) {
 	return nil, fmt.Errorf("season totals of skier 5 at resort 1: %w", q.err)
 }
 
-func (q leakyQueries) SkierDayVertical(context.Context, domain.ResortID, string, int, domain.SkierID) (int64, error) {
+func (q leakyQueries) SkierDayVertical(context.Context, domain.ResortID, domain.Season, domain.Day, domain.SkierID) (int64, error) {
 	return 0, fmt.Errorf("day vertical of skier 5: %w", q.err)
 }
 
@@ -387,7 +387,7 @@ func TestUnavailableIsAFixedMessagePerDependency(t *testing.T) {
 // slowQueries waits on the store until the request's deadline.
 type slowQueries struct{ ports.RideQueries }
 
-func (slowQueries) SkierDayVertical(ctx context.Context, _ domain.ResortID, _ string, _ int, _ domain.SkierID) (int64, error) {
+func (slowQueries) SkierDayVertical(ctx context.Context, _ domain.ResortID, _ domain.Season, _ domain.Day, _ domain.SkierID) (int64, error) {
 	<-ctx.Done()
 	return 0, fmt.Errorf("day vertical of skier 5: %w", ctx.Err())
 }

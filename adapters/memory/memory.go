@@ -16,10 +16,8 @@ import (
 )
 
 // The indexes are keyed by two or three of a ride's ids packed into one
-// uint64: such a map hashes and compares a machine word, where a struct
-// key holding the season's text hashed and compared a string field by
-// field (the store's map work was most of its share of a POST's CPU).
-// A season is a four-digit year and a day 1..366, so each fits 16 bits.
+// uint64: such a map hashes and compares a machine word. A season's year
+// and a day each fit 16 bits.
 type (
 	resortDay   uint64 // resort, season, day
 	skierDay    uint64 // skier, season, day
@@ -27,41 +25,25 @@ type (
 	skierResort uint64 // skier, resort
 )
 
-// The keys of a ride or of a query. A query naming a season that is not a
-// four-digit year, or a day outside 1..366, has no key: no ride has it.
-func keySkierDay(skier domain.SkierID, seasonID string, day int) (skierDay, bool) {
-	k, ok := idSeasonDay(int32(skier), seasonID, day)
-	return skierDay(k), ok
+// The keys of a ride or of a query.
+func keySkierDay(skier domain.SkierID, season domain.Season, day domain.Day) skierDay {
+	return skierDay(idSeasonDay(int32(skier), season, day))
 }
 
-func keyResortDay(resort domain.ResortID, seasonID string, day int) (resortDay, bool) {
-	k, ok := idSeasonDay(int32(resort), seasonID, day)
-	return resortDay(k), ok
+func keyResortDay(resort domain.ResortID, season domain.Season, day domain.Day) resortDay {
+	return resortDay(idSeasonDay(int32(resort), season, day))
 }
 
-func keySkierSeason(skier domain.SkierID, seasonID string) (skierSeason, bool) {
-	n, ok := seasonNumber(seasonID)
-	return skierSeason(uint64(uint32(skier))<<32 | n), ok
+func keySkierSeason(skier domain.SkierID, season domain.Season) skierSeason {
+	return skierSeason(uint64(uint32(skier))<<32 | uint64(season.Year()))
 }
 
 func keySkierResort(skier domain.SkierID, resort domain.ResortID) skierResort {
 	return skierResort(uint64(uint32(skier))<<32 | uint64(uint32(resort)))
 }
 
-func idSeasonDay(id int32, seasonID string, day int) (uint64, bool) {
-	n, ok := seasonNumber(seasonID)
-	if !ok || domain.ValidateDayID(day) != nil {
-		return 0, false
-	}
-	return uint64(uint32(id))<<32 | n<<16 | uint64(day), true
-}
-
-// seasonNumber is a season's four digits as a number.
-func seasonNumber(s string) (uint64, bool) {
-	if domain.ValidateSeasonID(s) != nil {
-		return 0, false
-	}
-	return uint64(s[0]-'0')*1000 + uint64(s[1]-'0')*100 + uint64(s[2]-'0')*10 + uint64(s[3]-'0'), true
+func idSeasonDay(id int32, season domain.Season, day domain.Day) uint64 {
+	return uint64(uint32(id))<<32 | uint64(season.Year())<<16 | uint64(day.Number())
 }
 
 // RideStore keeps rides in maps, with one index per query so that every read
@@ -69,8 +51,7 @@ func seasonNumber(s string) (uint64, bool) {
 // in batches, so the lock is taken a few hundred times a second at most.
 //
 // A skier-day's rides are kept as their resort, time and lift (the key
-// holds the rest): no season text to keep alive per ride, and an array the
-// garbage collector need not scan. A ride already stored is found among its
+// holds the rest): an array the garbage collector need not scan. A ride already stored is found among its
 // skier-day's rides (a few dozen on a real day) rather than in a set of
 // every ride; a day past scanMax rides (only a hostile or synthetic load
 // makes one) gets sets of its own, so that the check stays constant-time.
@@ -106,17 +87,21 @@ type bigDay struct {
 // daySet is a set of days of a season, 1..366, a bit each.
 type daySet [domain.MaxDay/64 + 1]uint64
 
-func (d *daySet) add(day int) { d[day/64] |= 1 << (day % 64) }
+func (d *daySet) add(day domain.Day) { n := day.Number(); d[n/64] |= 1 << (n % 64) }
 
 // list is the days in the set, ascending.
-func (d *daySet) list() []int {
-	var days []int
+func (d *daySet) list() ([]domain.Day, error) {
+	var days []domain.Day
 	for i, word := range d {
 		for ; word != 0; word &= word - 1 {
-			days = append(days, i*64+bits.TrailingZeros64(word))
+			day, err := domain.NewDay(i*64 + bits.TrailingZeros64(word))
+			if err != nil {
+				return nil, err
+			}
+			days = append(days, day)
 		}
 	}
-	return days
+	return days, nil
 }
 
 var _ ports.RideStore = (*RideStore)(nil)
@@ -140,8 +125,7 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rides {
-		// A stored ride is valid: its season and day have keys.
-		sd, _ := keySkierDay(r.SkierID(), r.SeasonID(), r.DayID())
+		sd := keySkierDay(r.SkierID(), r.SeasonID(), r.DayID())
 		ofDay := s.dayRides[sd]
 		dr := dayRide{resort: r.ResortID(), time: r.Time(), lift: r.LiftID()}
 		stored, atResort := s.seen(sd, ofDay, dr)
@@ -154,19 +138,18 @@ func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error
 			big.resorts[dr.resort] = struct{}{}
 		}
 		if !atResort {
-			rd, _ := keyResortDay(r.ResortID(), r.SeasonID(), r.DayID())
-			s.skiers[rd]++
+			s.skiers[keyResortDay(r.ResortID(), r.SeasonID(), r.DayID())]++
 		}
 		if len(ofDay) == 0 {
-			ss, _ := keySkierSeason(r.SkierID(), r.SeasonID())
+			ss := keySkierSeason(r.SkierID(), r.SeasonID())
 			days := s.days[ss]
 			days.add(r.DayID())
 			s.days[ss] = days
 		}
 		sr := keySkierResort(r.SkierID(), r.ResortID())
 		vs := s.seasons[sr]
-		i, found := slices.BinarySearchFunc(vs, r.SeasonID(), func(v domain.SeasonVertical, season string) int {
-			return cmp.Compare(v.SeasonID, season)
+		i, found := slices.BinarySearchFunc(vs, r.SeasonID(), func(v domain.SeasonVertical, season domain.Season) int {
+			return v.SeasonID.Compare(season)
 		})
 		if found {
 			vs[i].TotalVert += int64(r.Vertical())
@@ -209,22 +192,16 @@ func (s *RideStore) seen(sd skierDay, ofDay []dayRide, r dayRide) (stored, atRes
 }
 
 // UniqueSkiers implements ports.RideStore.
-func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	k, ok := keyResortDay(resortID, seasonID, dayID)
-	if !ok {
-		return 0, nil
-	}
+func (s *RideStore) UniqueSkiers(_ context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
+	k := keyResortDay(resortID, season, day)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.skiers[k], nil
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	k, ok := keySkierDay(skierID, seasonID, dayID)
-	if !ok {
-		return 0, nil
-	}
+func (s *RideStore) SkierDayVertical(_ context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
+	k := keySkierDay(skierID, season, day)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var total int64
@@ -250,31 +227,25 @@ func (s *RideStore) SkierSeasonVerticals(_ context.Context, skierID domain.Skier
 }
 
 // SkierDays implements ports.RideStore.
-func (s *RideStore) SkierDays(_ context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	k, ok := keySkierSeason(skierID, seasonID)
-	if !ok {
-		return nil, nil
-	}
+func (s *RideStore) SkierDays(_ context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	k := keySkierSeason(skierID, season)
 	s.mu.RLock()
 	days := s.days[k]
 	s.mu.RUnlock()
-	return days.list(), nil
+	return days.list()
 }
 
 // SkierDayRides implements ports.RideStore.
-func (s *RideStore) SkierDayRides(_ context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	k, ok := keySkierDay(skierID, seasonID, dayID)
-	if !ok {
-		return nil, nil
-	}
+func (s *RideStore) SkierDayRides(_ context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	k := keySkierDay(skierID, season, day)
 	s.mu.RLock()
 	ofDay := slices.Clone(s.dayRides[k])
 	s.mu.RUnlock()
 	out := make([]domain.LiftRide, len(ofDay))
 	for i, x := range ofDay {
-		r, err := domain.NewLiftRide(x.resort, seasonID, dayID, skierID, x.time, x.lift)
+		r, err := domain.NewLiftRide(x.resort, season, day, skierID, x.time, x.lift)
 		if err != nil {
-			return nil, fmt.Errorf("memory store: ride %d of skier %d's day %s/%d: %w", i, skierID, seasonID, dayID, err) // stored rides are valid: a bug
+			return nil, fmt.Errorf("memory store: ride %d of skier %d's day %s/%s: %w", i, skierID, season, day, err) // stored rides are valid: a bug
 		}
 		out[i] = r
 	}
@@ -321,13 +292,13 @@ func (s *ResortStore) PutResort(_ context.Context, r domain.Resort) error {
 }
 
 // AddSeason implements ports.ResortStore.
-func (s *ResortStore) AddSeason(_ context.Context, resortID domain.ResortID, seasonID string) error {
+func (s *ResortStore) AddSeason(_ context.Context, resortID domain.ResortID, season domain.Season) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.resorts[resortID]
 	if !ok {
 		return domain.NotFound("resort %d does not exist", resortID)
 	}
-	s.resorts[resortID] = r.WithSeason(seasonID)
+	s.resorts[resortID] = r.WithSeason(season)
 	return nil
 }

@@ -30,8 +30,7 @@ func TestQueriesUseIndexesNotSeqScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rides[0]
-	season, _ := seasonNumber(r.SeasonID())
-	day := int16(r.DayID())
+	season, day := seasonColumn(r.SeasonID()), int16(r.DayID().Number())
 	queries := []struct {
 		name, sql string
 		indexes   []string // any of them will do: the planner picks by cost

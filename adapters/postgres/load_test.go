@@ -76,8 +76,8 @@ func TestLoad200kRidesEachCountedOnce(t *testing.T) {
 
 	type resortDay struct {
 		resort domain.ResortID
-		season string
-		day    int
+		season domain.Season
+		day    domain.Day
 	}
 	distinct := map[domain.LiftRide]bool{}
 	skiers := map[resortDay]map[domain.SkierID]bool{}
@@ -100,7 +100,7 @@ func TestLoad200kRidesEachCountedOnce(t *testing.T) {
 	for k, want := range skiers {
 		got, err := store.UniqueSkiers(ctx, k.resort, k.season, k.day)
 		if err != nil || got != len(want) {
-			t.Errorf("UniqueSkiers(%d, %s, %d) = %d, %v; want %d", k.resort, k.season, k.day, got, err, len(want))
+			t.Errorf("UniqueSkiers(%d, %s, %s) = %d, %v; want %d", k.resort, k.season, k.day, got, err, len(want))
 		}
 	}
 }

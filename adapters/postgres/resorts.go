@@ -36,8 +36,12 @@ GROUP BY r.id ORDER BY r.id`)
 			if err := row.Scan(&r.ID, &r.Name, &seasons); err != nil {
 				return r, err
 			}
-			for _, season := range seasons {
-				r.Seasons = append(r.Seasons, seasonText(season))
+			for _, n := range seasons {
+				season, err := readSeason(n)
+				if err != nil {
+					return r, err
+				}
+				r.Seasons = append(r.Seasons, season)
 			}
 			return r, nil
 		})
@@ -50,13 +54,9 @@ GROUP BY r.id ORDER BY r.id`)
 
 // PutResort implements ports.ResortStore.
 func (s *ResortStore) PutResort(ctx context.Context, r domain.Resort) error {
-	seasons := make([]int16, 0, len(r.Seasons))
-	for _, season := range r.Seasons {
-		n, ok := seasonNumber(season)
-		if !ok {
-			return domain.Invalid("postgres: resort %d: season %q is not a four-digit year", r.ID, season)
-		}
-		seasons = append(seasons, n)
+	seasons := make([]int16, len(r.Seasons))
+	for i, season := range r.Seasons {
+		seasons[i] = seasonColumn(season)
 	}
 	// One transaction so that a resort never shows without the seasons it
 	// was put with.
@@ -76,19 +76,15 @@ ON CONFLICT DO NOTHING`, r.ID, seasons)
 }
 
 // AddSeason implements ports.ResortStore.
-func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, seasonID string) error {
-	season, ok := seasonNumber(seasonID)
-	if !ok {
-		return domain.Invalid("postgres: season %q is not a four-digit year", seasonID)
-	}
+func (s *ResortStore) AddSeason(ctx context.Context, resortID domain.ResortID, season domain.Season) error {
 	_, err := s.pool.Exec(ctx, `
 INSERT INTO resort_seasons (resort_id, season_id) VALUES ($1, $2)
-ON CONFLICT DO NOTHING`, resortID, season)
+ON CONFLICT DO NOTHING`, resortID, seasonColumn(season))
 	// The foreign key is what tells an unknown resort apart from a season
 	// already registered (both insert nothing).
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
 		return domain.NotFound("resort %d does not exist", resortID)
 	}
-	return classify(ctx, fmt.Sprintf("postgres: add season %s to resort %d", seasonID, resortID), err)
+	return classify(ctx, fmt.Sprintf("postgres: add season %s to resort %d", season, resortID), err)
 }

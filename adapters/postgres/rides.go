@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -51,12 +50,12 @@ ON CONFLICT DO NOTHING`
 // redelivery, fails whole with unique_violation, stores nothing, and goes
 // again with ON CONFLICT DO NOTHING.
 func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
-	cols, err := columnsOf(rides)
-	if err != nil || cols.n == 0 {
-		return err
+	cols := columnsOf(rides)
+	if cols.n == 0 {
+		return nil
 	}
 	args := []any{cols.resorts, cols.seasons, cols.days, cols.skiers, cols.times, cols.lifts}
-	_, err = s.pool.Exec(ctx, insertRides, args...)
+	_, err := s.pool.Exec(ctx, insertRides, args...)
 	if isUniqueViolation(err) {
 		_, err = s.pool.Exec(ctx, insertNewRides, args...)
 	}
@@ -82,7 +81,7 @@ type rideColumns struct {
 // inserting overlapping batches in different orders can each wait for the
 // other's uncommitted key and deadlock; taking keys in one global order
 // rules that out.
-func columnsOf(rides []domain.LiftRide) (rideColumns, error) {
+func columnsOf(rides []domain.LiftRide) rideColumns {
 	sorted := slices.Clone(rides)
 	slices.SortFunc(sorted, compareIdentity)
 	sorted = slices.Compact(sorted)
@@ -92,17 +91,10 @@ func columnsOf(rides []domain.LiftRide) (rideColumns, error) {
 		resorts: make([]int32, n), seasons: make([]int16, n), days: make([]int16, n),
 		skiers: make([]int32, n), times: make([]int32, n), lifts: make([]int32, n)}
 	for i, r := range sorted {
-		season, ok := seasonNumber(r.SeasonID())
-		if !ok {
-			return c, domain.Invalid("postgres: ride %s has a season that is not a four-digit year", r.Key())
-		}
-		if err := domain.ValidateDayID(r.DayID()); err != nil {
-			return c, fmt.Errorf("postgres: ride %s: %w", r.Key(), err)
-		}
-		c.resorts[i], c.seasons[i], c.days[i] = int32(r.ResortID()), season, int16(r.DayID())
+		c.resorts[i], c.seasons[i], c.days[i] = int32(r.ResortID()), seasonColumn(r.SeasonID()), int16(r.DayID().Number())
 		c.skiers[i], c.times[i], c.lifts[i] = int32(r.SkierID()), r.Time(), r.LiftID()
 	}
-	return c, nil
+	return c
 }
 
 // compareIdentity orders rides as the rides_identity primary key does. It
@@ -113,10 +105,10 @@ func compareIdentity(a, b domain.LiftRide) int {
 	if c := cmp.Compare(a.SkierID(), b.SkierID()); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.SeasonID(), b.SeasonID()); c != 0 { // four digits: text order is number order
+	if c := a.SeasonID().Compare(b.SeasonID()); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.DayID(), b.DayID()); c != 0 {
+	if c := a.DayID().Compare(b.DayID()); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Time(), b.Time()); c != 0 {
@@ -128,17 +120,17 @@ func compareIdentity(a, b domain.LiftRide) int {
 	return cmp.Compare(a.LiftID(), b.LiftID())
 }
 
-// seasonNumber turns a season ("2024") into the stored smallint. A season
-// that is not a valid four-digit year cannot have rides.
-func seasonNumber(season string) (int16, bool) {
-	if domain.ValidateSeasonID(season) != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(season, 10, 16)
-	return int16(n), err == nil
-}
+// seasonColumn is a season as its smallint column; readSeason reads one
+// back through the domain's constructor.
+func seasonColumn(s domain.Season) int16 { return int16(s.Year()) }
 
-func seasonText(n int16) string { return strconv.Itoa(int(n)) }
+func readSeason(n int16) (domain.Season, error) {
+	s, err := domain.NewSeason(int(n))
+	if err != nil {
+		return s, fmt.Errorf("postgres: stored season: %w", err)
+	}
+	return s, nil
+}
 
 // The queries, one per port method. docs/postgres.md shows the plan of each
 // and explain_test.go checks that none scans the rides table.
@@ -168,29 +160,21 @@ ORDER BY ride_time, resort_id, lift_id`
 )
 
 // UniqueSkiers implements ports.RideStore.
-func (s *RideStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int) (int, error) {
-	season, ok := seasonNumber(seasonID)
-	if !ok || domain.ValidateDayID(dayID) != nil {
-		return 0, nil
-	}
+func (s *RideStore) UniqueSkiers(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day) (int, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, queryUniqueSkiers, resortID, season, int16(dayID)).Scan(&n)
+	err := s.pool.QueryRow(ctx, queryUniqueSkiers, resortID, seasonColumn(season), int16(day.Number())).Scan(&n)
 	if err != nil {
-		return 0, classify(ctx, fmt.Sprintf("postgres: unique skiers of resort %d, season %s, day %d", resortID, seasonID, dayID), err)
+		return 0, classify(ctx, fmt.Sprintf("postgres: unique skiers of resort %d, season %s, day %s", resortID, season, day), err)
 	}
 	return int(n), nil
 }
 
 // SkierDayVertical implements ports.RideStore.
-func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, seasonID string, dayID int, skierID domain.SkierID) (int64, error) {
-	season, ok := seasonNumber(seasonID)
-	if !ok || domain.ValidateDayID(dayID) != nil {
-		return 0, nil
-	}
+func (s *RideStore) SkierDayVertical(ctx context.Context, resortID domain.ResortID, season domain.Season, day domain.Day, skierID domain.SkierID) (int64, error) {
 	var lifts int64
-	err := s.pool.QueryRow(ctx, querySkierDayVertical, skierID, season, int16(dayID), resortID).Scan(&lifts)
+	err := s.pool.QueryRow(ctx, querySkierDayVertical, skierID, seasonColumn(season), int16(day.Number()), resortID).Scan(&lifts)
 	if err != nil {
-		return 0, classify(ctx, fmt.Sprintf("postgres: vertical of skier %d at resort %d, season %s, day %d", skierID, resortID, seasonID, dayID), err)
+		return 0, classify(ctx, fmt.Sprintf("postgres: vertical of skier %d at resort %d, season %s, day %s", skierID, resortID, season, day), err)
 	}
 	return lifts * domain.VerticalPerLift, nil
 }
@@ -210,8 +194,12 @@ func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.Ski
 		var season int16
 		var lifts int64
 		_, err = pgx.ForEachRow(rows, []any{&resort, &season, &lifts}, func() error {
+			s, err := readSeason(season)
+			if err != nil {
+				return err
+			}
 			id := domain.ResortID(resort)
-			out[id] = append(out[id], domain.SeasonVertical{SeasonID: seasonText(season), TotalVert: lifts * domain.VerticalPerLift})
+			out[id] = append(out[id], domain.SeasonVertical{SeasonID: s, TotalVert: lifts * domain.VerticalPerLift})
 			return nil
 		})
 		if err == nil {
@@ -222,33 +210,27 @@ func (s *RideStore) SkierSeasonVerticals(ctx context.Context, skierID domain.Ski
 }
 
 // SkierDays implements ports.RideStore.
-func (s *RideStore) SkierDays(ctx context.Context, skierID domain.SkierID, seasonID string) ([]int, error) {
-	season, ok := seasonNumber(seasonID)
-	if !ok {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, querySkierDays, skierID, season)
+func (s *RideStore) SkierDays(ctx context.Context, skierID domain.SkierID, season domain.Season) ([]domain.Day, error) {
+	rows, err := s.pool.Query(ctx, querySkierDays, skierID, seasonColumn(season))
 	if err == nil {
-		var days []int16
-		days, err = pgx.CollectRows(rows, pgx.RowTo[int16])
-		if err == nil {
-			out := make([]int, len(days))
-			for i, d := range days {
-				out[i] = int(d)
+		var days []domain.Day
+		days, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Day, error) {
+			var n int16
+			if err := row.Scan(&n); err != nil {
+				return domain.Day{}, err
 			}
-			return out, nil
+			return domain.NewDay(int(n))
+		})
+		if err == nil {
+			return days, nil
 		}
 	}
-	return nil, classify(ctx, fmt.Sprintf("postgres: days of skier %d in season %s", skierID, seasonID), err)
+	return nil, classify(ctx, fmt.Sprintf("postgres: days of skier %d in season %s", skierID, season), err)
 }
 
 // SkierDayRides implements ports.RideStore.
-func (s *RideStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, seasonID string, dayID int) ([]domain.LiftRide, error) {
-	season, ok := seasonNumber(seasonID)
-	if !ok || domain.ValidateDayID(dayID) != nil {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, querySkierDayRides, skierID, season, int16(dayID))
+func (s *RideStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, season domain.Season, day domain.Day) ([]domain.LiftRide, error) {
+	rows, err := s.pool.Query(ctx, querySkierDayRides, skierID, seasonColumn(season), int16(day.Number()))
 	if err == nil {
 		var out []domain.LiftRide
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.LiftRide, error) {
@@ -256,11 +238,11 @@ func (s *RideStore) SkierDayRides(ctx context.Context, skierID domain.SkierID, s
 			if err := row.Scan(&resort, &tm, &lift); err != nil {
 				return domain.LiftRide{}, err
 			}
-			return domain.NewLiftRide(domain.ResortID(resort), seasonID, dayID, skierID, tm, lift)
+			return domain.NewLiftRide(domain.ResortID(resort), season, day, skierID, tm, lift)
 		})
 		if err == nil {
 			return out, nil
 		}
 	}
-	return nil, classify(ctx, fmt.Sprintf("postgres: rides of skier %d in season %s, day %d", skierID, seasonID, dayID), err)
+	return nil, classify(ctx, fmt.Sprintf("postgres: rides of skier %d in season %s, day %s", skierID, season, day), err)
 }

@@ -42,20 +42,28 @@ const (
 
 func putRecord(b []byte, r domain.LiftRide) {
 	binary.BigEndian.PutUint32(b[0:], uint32(r.ResortID()))
-	copy(b[4:8], r.SeasonID())
-	binary.BigEndian.PutUint16(b[8:], uint16(r.DayID()))
+	copy(b[4:8], r.SeasonID().String())
+	binary.BigEndian.PutUint16(b[8:], uint16(r.DayID().Number()))
 	binary.BigEndian.PutUint32(b[10:], uint32(r.SkierID()))
 	binary.BigEndian.PutUint32(b[14:], uint32(r.Time()))
 	binary.BigEndian.PutUint32(b[18:], uint32(r.LiftID()))
 }
 
-// readRecord validates the ride, so a corrupt or foreign record is
-// recognised as poison rather than stored.
+// readRecord validates the ride through the domain's constructors, so a
+// corrupt or foreign record is recognised as poison rather than stored.
 func readRecord(b []byte) (domain.LiftRide, error) {
+	season, err := domain.ParseSeason(string(b[4:8]))
+	if err != nil {
+		return domain.LiftRide{}, fmt.Errorf("ride record holds an invalid ride: %w", err)
+	}
+	day, err := domain.NewDay(int(binary.BigEndian.Uint16(b[8:])))
+	if err != nil {
+		return domain.LiftRide{}, fmt.Errorf("ride record holds an invalid ride: %w", err)
+	}
 	r, err := domain.NewLiftRide(
 		domain.ResortID(binary.BigEndian.Uint32(b[0:])),
-		string(b[4:8]),
-		int(binary.BigEndian.Uint16(b[8:])),
+		season,
+		day,
 		domain.SkierID(binary.BigEndian.Uint32(b[10:])),
 		int32(binary.BigEndian.Uint32(b[14:])),
 		int32(binary.BigEndian.Uint32(b[18:])),

@@ -86,7 +86,15 @@ func parseRide(line string) (domain.LiftRide, error) {
 		}
 		n[i] = v
 	}
-	r, err := domain.NewLiftRide(domain.ResortID(n[0]), f[1], int(n[2]), domain.SkierID(n[3]), int32(n[4]), int32(n[5]))
+	season, err := domain.ParseSeason(f[1])
+	if err != nil {
+		return domain.LiftRide{}, fmt.Errorf("%.60q: %w", line, err)
+	}
+	day, err := domain.NewDay(int(n[2]))
+	if err != nil {
+		return domain.LiftRide{}, fmt.Errorf("%.60q: %w", line, err)
+	}
+	r, err := domain.NewLiftRide(domain.ResortID(n[0]), season, day, domain.SkierID(n[3]), int32(n[4]), int32(n[5]))
 	if err != nil {
 		return domain.LiftRide{}, fmt.Errorf("%.60q: %w", line, err)
 	}

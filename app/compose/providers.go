@@ -91,7 +91,7 @@ func publisherOf(q Queue, cfg Config, m ports.Metrics, log *slog.Logger) ports.P
 // health, readiness and metrics. Both serve /metrics beside the generated
 // routes (it is not part of openapi.yaml, and not counted in /statistics).
 func newAPIHandler(cfg Config, in *app.Ingest, q *app.Query, c *app.Catalog, st *app.EndpointStats, h *app.Health, pm *prom.Metrics, log *slog.Logger) http.Handler {
-	return httpapi.WithMetrics(httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h, ClientAddress: clientAddress(cfg)}, log), pm.Handler())
+	return httpapi.NewHandler(&httpapi.Handlers{Ingest: in, Queries: q, Resorts: c, Stats: st, Health: h, ClientAddress: clientAddress(cfg), Metrics: pm.Handler()}, log)
 }
 
 // clientAddress is how the API names a ride's client for the per-client
@@ -108,7 +108,7 @@ func clientAddress(cfg Config) func(*http.Request) string {
 }
 
 func newOpsHandler(h *app.Health, st *app.EndpointStats, pm *prom.Metrics, log *slog.Logger) http.Handler {
-	return httpapi.WithMetrics(httpapi.NewOpsHandler(h, st, log), pm.Handler())
+	return httpapi.NewOpsHandler(h, st, pm.Handler(), log)
 }
 
 // configuredRegion is the local environment's region: the flag's, or the

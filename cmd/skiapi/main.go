@@ -4,6 +4,8 @@
 //	skiapi [serve] [flags]   run the service (the default command)
 //	skiapi migrate [flags]   apply the PostgreSQL migrations, print the version
 //	skiapi seed [flags]      load the missing demo resorts into the store (PostgreSQL, DynamoDB)
+//	skiapi resorts put --id ID --name NAME|import FILE|list [flags]
+//	                         register / list the resorts of the store (PostgreSQL, DynamoDB)
 //	skiapi tables create|describe [flags]
 //	                         create / show the DynamoDB tables of --store dynamo-*
 //	skiapi queues create [flags]
@@ -56,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return migrate(args, stdout, stderr)
 	case "seed":
 		return seed(args, stdout, stderr)
+	case "resorts":
+		return resorts(args, stdout, stderr)
 	case "tables":
 		return tables(args, stdout, stderr)
 	case "queues":
@@ -81,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commands are the words run accepts before the flags.
-var commands = []string{"serve", "migrate", "seed", "tables", "queues", "dlq", "config", "version", "help"}
+var commands = []string{"serve", "migrate", "seed", "resorts", "tables", "queues", "dlq", "config", "version", "help"}
 
 // newFlagSet is a flag set that prints nothing itself: a parse error is
 // reported as one line by parseError, and the usage only for --help.
@@ -114,6 +118,16 @@ Commands:
             flags as migrate) or a DynamoDB model (after tables create);
             existing resorts keep their seasons. --profile ec2 does not
             seed at start: run this once if you want the demo resorts
+  resorts put --id ID --name NAME
+                   register a resort, or rename it (its seasons stay), in the
+                   store the flags name: PostgreSQL or a DynamoDB model
+  resorts import FILE
+                   register every resort of a CSV file: a header row id,name
+                   (quoted names may hold commas), one resort a row; the
+                   whole file is checked before anything is written
+  resorts list     print the store's resorts as CSV (id,name,seasons), which
+                   resorts import reads back. put and import are harmless to
+                   rerun: they say what they added, renamed or left unchanged
   tables create    create the DynamoDB tables and index of --store
                    `+tableStores()+` (with --dynamo-table-prefix),
                    on-demand billing; waits until active; harmless to rerun
@@ -297,7 +311,7 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(&b, "unreadable  id=%s error=%q", d.MessageID, d.BodyErr)
 			} else {
 				r := d.Ride
-				fmt.Fprintf(&b, "resort=%d season=%s day=%d skier=%d time=%d lift=%d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID())
+				fmt.Fprintf(&b, "resort=%d season=%s day=%s skier=%d time=%d lift=%d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID())
 			}
 			fmt.Fprintf(&b, "  reason=%s queue=%s deaths=%d\n", d.Reason, d.Queue, d.Count)
 		}

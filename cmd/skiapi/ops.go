@@ -80,8 +80,8 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	if !compose.StoreOf(cfg).Durable {
-		return 0, usageErr(fmt.Errorf("--store %s keeps nothing after the command; seed a store that lasts: --store %s", cfg.Store, strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Durable }), "|")))
+	if err := requireDurableStore(cfg, "seed"); err != nil {
+		return 0, err
 	}
 	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
@@ -96,6 +96,16 @@ func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
 		return 0, fmt.Errorf("count resorts after seeding: %w", err)
 	}
 	return len(rs), nil
+}
+
+// requireDurableStore refuses a store that keeps nothing once the command
+// ends (what would be written there is lost at once); what names the
+// command's work. Durability is the registry's store entry's to say.
+func requireDurableStore(cfg compose.Config, what string) error {
+	if !compose.StoreOf(cfg).Durable {
+		return usageErr(fmt.Errorf("--store %s keeps nothing after the command; %s a store that lasts: --store %s", cfg.Store, what, strings.Join(compose.StoreNamesWhere(func(d compose.StoreDriver) bool { return d.Durable }), "|")))
+	}
+	return nil
 }
 
 // createQueues makes the queues the configured queue needs (`skiapi queues

@@ -167,7 +167,7 @@ func listThenReplay(t *testing.T, flags []string, rides []domain.LiftRide, after
 		return ""
 	})
 	for _, r := range rides {
-		want := fmt.Sprintf("resort=%d season=%s day=%d skier=%d time=%d lift=%d  %s",
+		want := fmt.Sprintf("resort=%d season=%s day=%s skier=%d time=%d lift=%d  %s",
 			r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), r.Time(), r.LiftID(), after(r))
 		if !strings.Contains(out, want) {
 			t.Errorf("dlq list does not show %q:\n%s", want, out)

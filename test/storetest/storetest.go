@@ -43,7 +43,7 @@ func ctx(t *testing.T) context.Context {
 
 func ride(t *testing.T, resort domain.ResortID, season string, day int, skier domain.SkierID, tm, lift int32) domain.LiftRide {
 	t.Helper()
-	r, err := domain.NewLiftRide(resort, season, day, skier, tm, lift)
+	r, err := domain.NewLiftRide(resort, domain.MustSeason(season), domain.MustDay(day), skier, tm, lift)
 	if err != nil {
 		t.Fatalf("bad fixture ride: %v", err)
 	}
@@ -96,10 +96,10 @@ func testEmpty(t *testing.T, s ports.RideStore) {
 	if sv, err := s.SkierSeasonVerticals(c, 7, []domain.ResortID{1, 2}); err != nil || len(sv) != 0 {
 		t.Errorf("SkierSeasonVerticals on empty store = %v, %v; want none", sv, err)
 	}
-	if d, err := s.SkierDays(c, 7, "2024"); err != nil || len(d) != 0 {
+	if d, err := s.SkierDays(c, 7, domain.MustSeason("2024")); err != nil || len(d) != 0 {
 		t.Errorf("SkierDays on empty store = %v, %v; want none", d, err)
 	}
-	if r, err := s.SkierDayRides(c, 7, "2024", 1); err != nil || len(r) != 0 {
+	if r, err := s.SkierDayRides(c, 7, domain.MustSeason("2024"), domain.MustDay(1)); err != nil || len(r) != 0 {
 		t.Errorf("SkierDayRides on empty store = %v, %v; want none", r, err)
 	}
 }
@@ -151,7 +151,7 @@ func testSeasonVerticals(t *testing.T, s ports.RideStore) {
 	if err != nil {
 		t.Fatalf("SkierSeasonVerticals: %v", err)
 	}
-	want := []domain.SeasonVertical{{SeasonID: "2023", TotalVert: 10}, {SeasonID: "2024", TotalVert: 100}, {SeasonID: "2025", TotalVert: 50}}
+	want := []domain.SeasonVertical{{SeasonID: domain.MustSeason("2023"), TotalVert: 10}, {SeasonID: domain.MustSeason("2024"), TotalVert: 100}, {SeasonID: domain.MustSeason("2025"), TotalVert: 50}}
 	if len(got) != 1 || !slices.Equal(got[1], want) {
 		t.Errorf("SkierSeasonVerticals(9, [1]) = %v; want only resort 1: %v", got, want)
 	}
@@ -175,8 +175,8 @@ func testSeasonVerticalsSeveralResorts(t *testing.T, s ports.RideStore) {
 		t.Fatalf("SkierSeasonVerticals: %v", err)
 	}
 	want := map[domain.ResortID][]domain.SeasonVertical{
-		1: {{SeasonID: "2024", TotalVert: 20}, {SeasonID: "2025", TotalVert: 30}},
-		3: {{SeasonID: "2024", TotalVert: 90}},
+		1: {{SeasonID: domain.MustSeason("2024"), TotalVert: 20}, {SeasonID: domain.MustSeason("2025"), TotalVert: 30}},
+		3: {{SeasonID: domain.MustSeason("2024"), TotalVert: 90}},
 	}
 	if len(got[5]) != 0 {
 		t.Errorf("resort 5 has no rides of skier 9 but got %v", got[5])
@@ -196,11 +196,11 @@ func testSkierDays(t *testing.T, s ports.RideStore) {
 		ride(t, 1, "2025", 4, 11, 2, 1), // other season
 		ride(t, 1, "2024", 5, 12, 2, 1), // other skier
 	)
-	got, err := s.SkierDays(ctx(t), 11, "2024")
+	got, err := s.SkierDays(ctx(t), 11, domain.MustSeason("2024"))
 	if err != nil {
 		t.Fatalf("SkierDays: %v", err)
 	}
-	if want := []int{3, 30, 366}; !slices.Equal(got, want) {
+	if want := []domain.Day{domain.MustDay(3), domain.MustDay(30), domain.MustDay(366)}; !slices.Equal(got, want) {
 		t.Errorf("SkierDays(11, 2024) = %v; want %v", got, want)
 	}
 }
@@ -216,7 +216,7 @@ func testSkierDayRides(t *testing.T, s ports.RideStore) {
 	// Written out of order, with rides of other days and skiers mixed in.
 	add(t, s, want[4], ride(t, 1, "2024", 8, 21, 1, 1), want[2], want[0])
 	add(t, s, want[3], ride(t, 1, "2024", 7, 22, 1, 1), want[1])
-	got, err := s.SkierDayRides(ctx(t), 21, "2024", 7)
+	got, err := s.SkierDayRides(ctx(t), 21, domain.MustSeason("2024"), domain.MustDay(7))
 	if err != nil {
 		t.Fatalf("SkierDayRides: %v", err)
 	}
@@ -232,7 +232,7 @@ func testDuplicateInBatch(t *testing.T, s ports.RideStore) {
 	add(t, s, r, r, r)
 	c := ctx(t)
 	wantVertical(t, s, 1, "2024", 1, 5, 70, "one ride written three times in a batch")
-	if rides, err := s.SkierDayRides(c, 5, "2024", 1); err != nil || len(rides) != 1 {
+	if rides, err := s.SkierDayRides(c, 5, domain.MustSeason("2024"), domain.MustDay(1)); err != nil || len(rides) != 1 {
 		t.Errorf("rides after one ride written three times = %v, %v; want one", rides, err)
 	}
 }
@@ -245,7 +245,7 @@ func testBatchTwice(t *testing.T, s ports.RideStore) {
 	c := ctx(t)
 	wantSkiers(t, s, 1, "2024", 1, 2, "after a redelivered batch")
 	wantVertical(t, s, 1, "2024", 1, 6, 80, "after a redelivered batch")
-	if sv, err := s.SkierSeasonVerticals(c, 6, []domain.ResortID{1}); err != nil || !slices.Equal(sv[1], []domain.SeasonVertical{{SeasonID: "2024", TotalVert: 80}}) {
+	if sv, err := s.SkierSeasonVerticals(c, 6, []domain.ResortID{1}); err != nil || !slices.Equal(sv[1], []domain.SeasonVertical{{SeasonID: domain.MustSeason("2024"), TotalVert: 80}}) {
 		t.Errorf("season totals after a redelivered batch = %v, %v; want [{2024 80}]", sv, err)
 	}
 }
@@ -270,7 +270,7 @@ func testSameTimeDifferentLift(t *testing.T, s ports.RideStore) {
 // wantVertical checks one skier-day's vertical; what names the case.
 func wantVertical(t *testing.T, s ports.RideStore, resort domain.ResortID, season string, day int, skier domain.SkierID, want int64, what string) {
 	t.Helper()
-	if v, err := s.SkierDayVertical(ctx(t), resort, season, day, skier); err != nil || v != want {
+	if v, err := s.SkierDayVertical(ctx(t), resort, domain.MustSeason(season), domain.MustDay(day), skier); err != nil || v != want {
 		t.Errorf("%s: SkierDayVertical(resort %d, %s, day %d, skier %d) = %d, %v; want %d", what, resort, season, day, skier, v, err, want)
 	}
 }
@@ -278,7 +278,7 @@ func wantVertical(t *testing.T, s ports.RideStore, resort domain.ResortID, seaso
 // wantSkiers checks one resort-day's count of unique skiers.
 func wantSkiers(t *testing.T, s ports.RideStore, resort domain.ResortID, season string, day, want int, what string) {
 	t.Helper()
-	if n, err := s.UniqueSkiers(ctx(t), resort, season, day); err != nil || n != want {
+	if n, err := s.UniqueSkiers(ctx(t), resort, domain.MustSeason(season), domain.MustDay(day)); err != nil || n != want {
 		t.Errorf("%s: UniqueSkiers(resort %d, %s, day %d) = %d, %v; want %d", what, resort, season, day, n, err, want)
 	}
 }
@@ -297,7 +297,7 @@ func newModel(rides []domain.LiftRide) model {
 			continue
 		}
 		m.rides[r] = true
-		k := [3]string{fmt.Sprint(r.ResortID()), r.SeasonID(), fmt.Sprint(r.DayID())}
+		k := [3]string{fmt.Sprint(r.ResortID()), r.SeasonID().String(), r.DayID().String()}
 		if m.skiers[k] == nil {
 			m.skiers[k] = map[domain.SkierID]bool{}
 		}
@@ -326,7 +326,7 @@ func checkModel(t *testing.T, s ports.RideStore, m model, rides []domain.LiftRid
 		var day int
 		fmt.Sscan(k[0], &resort)
 		fmt.Sscan(k[2], &day)
-		n, err := s.UniqueSkiers(c, resort, k[1], day)
+		n, err := s.UniqueSkiers(c, resort, domain.MustSeason(k[1]), domain.MustDay(day))
 		if err != nil || n != len(skiers) {
 			t.Errorf("UniqueSkiers(%d, %s, %d) = %d, %v; want %d", resort, k[1], day, n, err, len(skiers))
 		}
@@ -337,7 +337,7 @@ func checkModel(t *testing.T, s ports.RideStore, m model, rides []domain.LiftRid
 		want := m.dayVert[fmt.Sprint(r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())]
 		v, err := s.SkierDayVertical(c, r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID())
 		if err != nil || v != want {
-			t.Errorf("SkierDayVertical(%d, %s, %d, %d) = %d, %v; want %d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), v, err, want)
+			t.Errorf("SkierDayVertical(%d, %s, %s, %d) = %d, %v; want %d", r.ResortID(), r.SeasonID(), r.DayID(), r.SkierID(), v, err, want)
 		}
 	}
 }
@@ -393,7 +393,7 @@ func RunResorts(t *testing.T, newStore NewResortStore) {
 		{"PutAndListAscending", testPutResorts},
 		{"AddSeasonIdempotent", testAddSeason},
 		{"AddSeasonUnknownResortIsNotFound", func(t *testing.T, s ports.ResortStore) {
-			err := s.AddSeason(ctx(t), 99, "2024")
+			err := s.AddSeason(ctx(t), 99, domain.MustSeason("2024"))
 			if !errors.Is(err, domain.ErrNotFound) {
 				t.Errorf("AddSeason on unknown resort = %v; want ErrNotFound", err)
 			}
@@ -401,12 +401,12 @@ func RunResorts(t *testing.T, newStore NewResortStore) {
 		{"PutResortKeepsExistingSeasons", func(t *testing.T, s ports.ResortStore) {
 			c := ctx(t)
 			put(t, s, 1, "Old Name", "2023")
-			if err := s.AddSeason(c, 1, "2024"); err != nil {
+			if err := s.AddSeason(c, 1, domain.MustSeason("2024")); err != nil {
 				t.Fatal(err)
 			}
 			put(t, s, 1, "New Name", "2025")
 			rs, err := s.Resorts(c)
-			if err != nil || len(rs) != 1 || rs[0].Name != "New Name" || !slices.Equal(rs[0].Seasons, []string{"2023", "2024", "2025"}) {
+			if err != nil || len(rs) != 1 || rs[0].Name != "New Name" || !slices.Equal(rs[0].Seasons, seasons("2023", "2024", "2025")) {
 				t.Errorf("after re-putting a resort: %+v, %v; want New Name with 2023, 2024, 2025", rs, err)
 			}
 		}},
@@ -419,9 +419,9 @@ func RunResorts(t *testing.T, newStore NewResortStore) {
 	}
 }
 
-func put(t *testing.T, s ports.ResortStore, id domain.ResortID, name string, seasons ...string) {
+func put(t *testing.T, s ports.ResortStore, id domain.ResortID, name string, years ...string) {
 	t.Helper()
-	r, err := domain.NewResort(id, name, seasons...)
+	r, err := domain.NewResort(id, name, seasons(years...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func testPutResorts(t *testing.T, s ports.ResortStore) {
 	if len(rs) != 3 || rs[0].ID != 1 || rs[1].ID != 2 || rs[2].ID != 3 {
 		t.Fatalf("Resorts = %+v; want ids 1, 2, 3", rs)
 	}
-	if rs[2].Name != "Three" || !slices.Equal(rs[2].Seasons, []string{"2024", "2025"}) {
+	if rs[2].Name != "Three" || !slices.Equal(rs[2].Seasons, seasons("2024", "2025")) {
 		t.Errorf("resort 3 = %+v; want Three with seasons 2024, 2025", rs[2])
 	}
 	if len(rs[0].Seasons) != 0 {
@@ -453,12 +453,21 @@ func testAddSeason(t *testing.T, s ports.ResortStore) {
 	put(t, s, 1, "One", "2024")
 	c := ctx(t)
 	for range 2 {
-		if err := s.AddSeason(c, 1, "2026"); err != nil {
+		if err := s.AddSeason(c, 1, domain.MustSeason("2026")); err != nil {
 			t.Fatalf("AddSeason: %v", err)
 		}
 	}
 	rs, err := s.Resorts(c)
-	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Seasons, []string{"2024", "2026"}) {
+	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Seasons, seasons("2024", "2026")) {
 		t.Errorf("after adding 2026 twice: %+v, %v; want seasons 2024, 2026", rs, err)
 	}
+}
+
+// seasons is the seasons of the given years, in the order given.
+func seasons(years ...string) []domain.Season {
+	out := make([]domain.Season, len(years))
+	for i, y := range years {
+		out[i] = domain.MustSeason(y)
+	}
+	return out
 }

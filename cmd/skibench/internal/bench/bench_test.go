@@ -54,7 +54,7 @@ func TestDataSetIsDeterministicAndInRange(t *testing.T) {
 	}
 	for _, r := range a {
 		if r.SkierID() < 1 || r.SkierID() > 100_000 || r.ResortID() < 1 || r.ResortID() > 10 || r.LiftID() < 1 || r.LiftID() > 40 ||
-			r.Time() < 1 || r.Time() > 360 || r.DayID() < 1 || r.DayID() > ds.Days || r.SeasonID() != "2024" {
+			r.Time() < 1 || r.Time() > 360 || r.DayID().Number() > ds.Days || r.SeasonID() != domain.MustSeason("2024") {
 			t.Fatalf("ride out of the data set's ranges: %+v", r)
 		}
 	}
@@ -107,14 +107,14 @@ func TestDenseWorkloadSendsEachSkierDayInTimeOrder(t *testing.T) {
 	type skierDay struct {
 		skier  domain.SkierID
 		resort domain.ResortID
-		day    int
+		day    domain.Day
 	}
 	last := map[skierDay]int32{}
 	perDay := map[skierDay]int{}
 	switches := 0
 	for i, r := range rides {
-		if i > 0 && rides[i-1].DayID() > r.DayID() {
-			t.Fatalf("ride %d goes back from day %d to %d", i, rides[i-1].DayID(), r.DayID())
+		if i > 0 && rides[i-1].DayID().Compare(r.DayID()) > 0 {
+			t.Fatalf("ride %d goes back from day %s to %s", i, rides[i-1].DayID(), r.DayID())
 		}
 		k := skierDay{r.SkierID(), r.ResortID(), r.DayID()}
 		if tm, ok := last[k]; ok && tm > r.Time() {
@@ -137,7 +137,7 @@ func TestDenseWorkloadSendsEachSkierDayInTimeOrder(t *testing.T) {
 // offByOne answers UniqueSkiers wrong, as a broken store would.
 type offByOne struct{ ports.RideStore }
 
-func (o offByOne) UniqueSkiers(ctx context.Context, r domain.ResortID, s string, d int) (int, error) {
+func (o offByOne) UniqueSkiers(ctx context.Context, r domain.ResortID, s domain.Season, d domain.Day) (int, error) {
 	n, err := o.RideStore.UniqueSkiers(ctx, r, s, d)
 	return n + 1, err
 }

@@ -25,13 +25,13 @@ type DataSet struct {
 	Lifts    int32
 	Times    int32
 	Days     int
-	Season   string
+	Season   domain.Season
 }
 
 // DefaultDataSet is the data set: 100,000 skiers at 10 resorts with
 // 40 lifts, times 1..360, season 2024.
 func DefaultDataSet() DataSet {
-	return DataSet{Workload: WorkloadSparse, Seed: 42, Rides: 200_000, Skiers: 100_000, Resorts: 10, Lifts: 40, Times: 360, Days: 10, Season: "2024"}
+	return DataSet{Workload: WorkloadSparse, Seed: 42, Rides: 200_000, Skiers: 100_000, Resorts: 10, Lifts: 40, Times: 360, Days: 10, Season: domain.MustSeason("2024")}
 }
 
 func (d DataSet) rng(stream uint64) *rand.Rand {
@@ -66,9 +66,12 @@ func (d DataSet) Generate() ([]domain.LiftRide, error) {
 	r := d.rng(1)
 	out := make([]domain.LiftRide, d.Rides)
 	for i := range out {
-		ride, err := domain.NewLiftRide(
-			domain.ResortID(1+r.Int32N(d.Resorts)), d.Season, 1+r.IntN(d.Days), domain.SkierID(1+r.Int32N(d.Skiers)),
-			1+r.Int32N(d.Times), 1+r.Int32N(d.Lifts))
+		resort := domain.ResortID(1 + r.Int32N(d.Resorts))
+		day, err := domain.NewDay(1 + r.IntN(d.Days))
+		if err != nil {
+			return nil, fmt.Errorf("data set ride %d: %w", i, err)
+		}
+		ride, err := domain.NewLiftRide(resort, d.Season, day, domain.SkierID(1+r.Int32N(d.Skiers)), 1+r.Int32N(d.Times), 1+r.Int32N(d.Lifts))
 		if err != nil {
 			return nil, fmt.Errorf("data set ride %d: %w", i, err)
 		}
@@ -81,7 +84,12 @@ func (d DataSet) dense() ([]domain.LiftRide, error) {
 	r := d.rng(3)
 	out := make([]domain.LiftRide, 0, d.Rides)
 	for len(out) < d.Rides {
-		resort, day, skier := domain.ResortID(1+r.Int32N(d.Resorts)), 1+r.IntN(d.Days), domain.SkierID(1+r.Int32N(d.Skiers))
+		resort := domain.ResortID(1 + r.Int32N(d.Resorts))
+		day, err := domain.NewDay(1 + r.IntN(d.Days))
+		if err != nil {
+			return nil, fmt.Errorf("data set ride %d: %w", len(out), err)
+		}
+		skier := domain.SkierID(1 + r.Int32N(d.Skiers))
 		n := min(RidesPerSkierDay, d.Rides-len(out), int(d.Times))
 		times := r.Perm(int(d.Times))[:n]
 		for _, tm := range times {
@@ -95,7 +103,7 @@ func (d DataSet) dense() ([]domain.LiftRide, error) {
 	// Day by day, and within a day by time: every skier's day arrives in
 	// order, interleaved with the others' (ties in the random order above).
 	slices.SortStableFunc(out, func(a, b domain.LiftRide) int {
-		return cmp.Or(cmp.Compare(a.DayID(), b.DayID()), cmp.Compare(a.Time(), b.Time()))
+		return cmp.Or(a.DayID().Compare(b.DayID()), cmp.Compare(a.Time(), b.Time()))
 	})
 	return out, nil
 }
@@ -116,15 +124,16 @@ var Kinds = []string{KindUniqueSkiers, KindDayVertical, KindSeasonVertical, Kind
 type Query struct {
 	Kind   string
 	Resort domain.ResortID
-	Season string
-	Day    int
+	Season domain.Season
+	Day    domain.Day
 	Skier  domain.SkierID
 }
 
 // Queries returns n queries of each kind, interleaved by kind. Each is about
 // a ride picked at random from rides (so it has an answer), except that one
 // query in ten of each kind asks about a day, skier or resort drawn from the
-// whole ranges, which usually has none.
+// whole ranges, which usually has none. It follows Generate, which checks
+// d's days.
 func (d DataSet) Queries(rides []domain.LiftRide, n int) []Query {
 	r := d.rng(2)
 	out := make([]Query, 0, n*len(Kinds))
@@ -135,7 +144,7 @@ func (d DataSet) Queries(rides []domain.LiftRide, n int) []Query {
 				ride := rides[r.IntN(len(rides))]
 				q = Query{Resort: ride.ResortID(), Season: ride.SeasonID(), Day: ride.DayID(), Skier: ride.SkierID()}
 			} else {
-				q = Query{Resort: domain.ResortID(1 + r.Int32N(d.Resorts)), Season: d.Season, Day: 1 + r.IntN(d.Days), Skier: domain.SkierID(1 + r.Int32N(d.Skiers))}
+				q = Query{Resort: domain.ResortID(1 + r.Int32N(d.Resorts)), Season: d.Season, Day: domain.MustDay(1 + r.IntN(d.Days)), Skier: domain.SkierID(1 + r.Int32N(d.Skiers))}
 			}
 			q.Kind = kind
 			out = append(out, q)
@@ -188,13 +197,13 @@ type Shape struct {
 func ShapeOf(rides []domain.LiftRide) Shape {
 	type resortDay struct {
 		resort domain.ResortID
-		day    int
+		day    domain.Day
 	}
 	type skierDay struct {
 		resortDay
 		skier domain.SkierID
 	}
-	resorts, days, skiers := map[domain.ResortID]bool{}, map[int]bool{}, map[domain.SkierID]bool{}
+	resorts, days, skiers := map[domain.ResortID]bool{}, map[domain.Day]bool{}, map[domain.SkierID]bool{}
 	rds, sds := map[resortDay]bool{}, map[skierDay]bool{}
 	for _, r := range rides {
 		rd := resortDay{r.ResortID(), r.DayID()}

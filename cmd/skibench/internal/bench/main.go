@@ -86,7 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skibench: --workload must be %s or %s\n", WorkloadSparse, WorkloadDense)
 		return 2
 	}
-	if ds.Rides <= 0 || ds.Days < 1 || ds.Days > 366 || ds.Skiers < 1 || ds.Resorts < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
+	if ds.Rides <= 0 || ds.Days < domain.MinDay || ds.Days > domain.MaxDay || ds.Skiers < 1 || ds.Resorts < 1 || *batch < 1 || *writers < 1 || *queriesPer < 1 {
 		fmt.Fprintln(stderr, "skibench: --rides, --days (1..366), --skiers, --resorts, --batch-size, --writers and --queries must be positive")
 		return 2
 	}

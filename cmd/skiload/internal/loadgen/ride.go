@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/skidata/skidata/domain"
 )
 
 // Ride is one lift ride as the client posts it. Its six fields are its
@@ -89,14 +91,14 @@ func (g Ranges) Validate() error {
 	}{
 		{"skiers", g.Skiers, 1, 1<<31 - 1}, {"resorts", g.Resorts, 1, 1<<31 - 1},
 		{"lifts", g.Lifts, 1, 1<<31 - 1}, {"times", g.Times, 0, 1<<31 - 1},
-		{"days", g.Days, 1, 366},
+		{"days", g.Days, domain.MinDay, domain.MaxDay},
 	} {
 		if c.r.Lo < c.lo || c.r.Hi > c.hi || c.r.Lo > c.r.Hi {
 			return fmt.Errorf("--%s %s must lie within %d-%d", c.name, c.r, c.lo, c.hi)
 		}
 	}
-	if g.Season < 1000 || g.Season > 9999 {
-		return fmt.Errorf("--season %d must be a four-digit year", g.Season)
+	if _, err := domain.NewSeason(int(g.Season)); err != nil {
+		return fmt.Errorf("--season: %w", err)
 	}
 	return nil
 }
