@@ -59,36 +59,6 @@ func TestDepthIsReadAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
-// TestDepthCountsThisProcesssSendsAndDeletesBetweenSamples: a message
-// this process publishes after a sample counts in Depth before the next
-// sample is read, and one it deletes stops counting, so a process that
-// has just published never reads an empty queue from an older sample.
-func TestDepthCountsThisProcesssSendsAndDeletesBetweenSamples(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{DepthInterval: time.Hour}, sqstest.Options{})
-	depth := func() ports.QueueDepth {
-		t.Helper()
-		d, err := q.Depth(sqstest.Context(t))
-		if err != nil {
-			t.Fatalf("Depth: %v", err)
-		}
-		return d
-	}
-	if d := depth(); d.Messages != 0 {
-		t.Fatalf("Depth of a fresh queue = %+v; want empty", d)
-	}
-	publish(t, q, queuetest.Rides(3, 1))
-	if d := depth(); d.Messages != 1 || d.Rides != 3 {
-		t.Errorf("Depth after a publish, within the sample's interval = %+v; want the message of 3 rides", d)
-	}
-	ack(t, q, take(t, deliveries(t, q), 1)...)
-	if d := depth(); d.Messages != 0 {
-		t.Errorf("Depth after the message was deleted = %+v; want empty", d)
-	}
-	if got := px.Answered()["GetQueueAttributes"]; got != 2 {
-		t.Errorf("SQS was asked for the depth %d times; want one sample, of both queues", got)
-	}
-}
-
 // TestDepthCountsMessagesAndEstimatesRides: Depth counts the messages,
 // visible and in flight, and estimates the rides from the mean rides per
 // message this process has seen.

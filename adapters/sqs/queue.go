@@ -160,25 +160,16 @@ func (q *Queue) send(ctx context.Context, queueURL, body string, attrs map[strin
 	return err
 }
 
-// full says whether the ride queue holds MaxMessages, as messages
-// estimates it. A sample that failed refuses nothing: the send will tell.
+// full says whether the ride queue holds MaxMessages: the last depth
+// sample plus what this process has sent and deleted since. A sample that
+// failed refuses nothing: the send will tell.
 func (q *Queue) full(ctx context.Context) (int64, bool) {
 	s := q.sample(ctx)
 	if s.err != nil {
 		return 0, false
 	}
-	n := q.messages(s)
+	n := max(0, s.messages+(q.sent.Load()-s.sent)-(q.deleted.Load()-s.deleted))
 	return n, n >= int64(q.cfg.MaxMessages)
-}
-
-// messages is the ride queue's messages as of now: the sample, plus what
-// this process has sent and less what it has deleted since. Between two
-// samples it counts at least what the queue holds of this process's
-// doing (the counters are read so that a send or delete during the
-// sample's read errs toward more), so a process that has just published
-// never reads an empty queue from a sample taken before.
-func (q *Queue) messages(s depthSample) int64 {
-	return max(0, s.messages+(q.sent.Load()-s.sent)-(q.deleted.Load()-s.deleted))
 }
 
 // depthSample is one reading of both queues' approximate counts, and the
@@ -201,19 +192,15 @@ const depthTimeout = 5 * time.Second
 // rides per message of the messages this process has lately published or
 // received (meanWindow; one a message before it has seen any). A sample
 // is reused for DepthInterval, so callers that ask often cost one
-// GetQueueAttributes of each queue per interval; between samples the
-// messages this process sent or deleted since are counted in (messages),
-// so a POST answered 201 is never followed by an empty queue read from an
-// older sample.
+// GetQueueAttributes of each queue per interval.
 func (q *Queue) Depth(ctx context.Context) (ports.QueueDepth, error) {
 	s := q.sample(ctx)
 	if s.err != nil {
 		return ports.QueueDepth{}, s.err
 	}
-	n := q.messages(s)
 	return ports.QueueDepth{
-		Messages:    n,
-		Rides:       int64(math.Round(float64(n) * q.ridesPerMessage())),
+		Messages:    s.messages,
+		Rides:       int64(math.Round(float64(s.messages) * q.ridesPerMessage())),
 		DeadLetters: s.deadLetters,
 	}, nil
 }
@@ -247,13 +234,10 @@ func (q *Queue) freshSample() (depthSample, bool) {
 	return q.depth, !q.depth.at.IsZero() && time.Since(q.depth.at) < q.cfg.DepthInterval
 }
 
-// readDepth asks SQS for both queues' counts. This process's sends are
-// read before and its deletes after, so that one made while SQS counts
-// is, if anything, counted twice (messages), never missed.
+// readDepth asks SQS for both queues' counts.
 func (q *Queue) readDepth(ctx context.Context) depthSample {
-	s := depthSample{sent: q.sent.Load()}
+	s := depthSample{sent: q.sent.Load(), deleted: q.deleted.Load()}
 	s.messages, s.err = q.messagesIn(ctx, q.names.url)
-	s.deleted = q.deleted.Load()
 	if s.err == nil {
 		s.deadLetters, s.err = q.messagesIn(ctx, q.names.dlqURL)
 	}
