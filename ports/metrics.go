@@ -55,6 +55,16 @@ type Metrics interface {
 	// dead-letter queue itself; reason is "rejected" (refused by the store)
 	// or "unreadable" (a message body no release can decode).
 	RidesDeadLettered(reason string, rides int)
+	// QueueRequest counts one request a queue adapter made of a service
+	// that bills by request (SQS), as the service answered it (retries and
+	// errors included): its API action, the request units billed for it,
+	// and whether it was a receive that returned no message.
+	QueueRequest(api string, billed int, emptyReceive bool)
+	// QueueReceiveLag reports how old the oldest message of a consumer's
+	// latest receive was when it came (0 after a receive that found none):
+	// the queue's lag as a consumer can read it, where the queue cannot be
+	// asked for the age of its oldest message.
+	QueueReceiveLag(lag time.Duration)
 }
 
 // NopMetrics discards every event: the default when nothing exports them,
@@ -77,3 +87,5 @@ func (NopMetrics) StoreThrottled(string, string)                     {}
 func (NopMetrics) PersistFailed(int)                                 {}
 func (NopMetrics) PersistRejected(int)                               {}
 func (NopMetrics) RidesDeadLettered(string, int)                     {}
+func (NopMetrics) QueueRequest(string, int, bool)                    {}
+func (NopMetrics) QueueReceiveLag(time.Duration)                     {}

@@ -89,3 +89,25 @@ type QueueDepth struct {
 type QueueStats interface {
 	Depth(ctx context.Context) (QueueDepth, error)
 }
+
+// DeadLetter is one ride in a queue's dead-letter queue, as an operator
+// sees it (`skiapi dlq list`), whatever the queue: a dead-lettered message
+// of several rides shows as one letter per ride.
+type DeadLetter struct {
+	// MessageID is the dead-letter message's id, as the queue names it.
+	MessageID string
+	// Ride is the decoded ride; zero when the body is unreadable (BodyErr).
+	Ride    domain.LiftRide
+	BodyErr string
+	// Body is the message's body (a broker's unreadable record: that
+	// record) as the queue holds it.
+	Body []byte
+	// Reason is why it is there, in the queue's own words (rejected by the
+	// store, unreadable, a delivery or receive limit reached); Queue the
+	// ride queue it came from.
+	Reason string
+	Queue  string
+	// Count is how many times the queue counts it dead-lettered or
+	// delivered, as the queue reports it.
+	Count int64
+}

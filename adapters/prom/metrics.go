@@ -36,6 +36,10 @@ type Metrics struct {
 	failed       prometheus.Counter
 	rejected     prometheus.Counter
 	deadLettered *prometheus.CounterVec
+	queueReqs    *prometheus.CounterVec
+	queueBilled  prometheus.Counter
+	emptyRecvs   prometheus.Counter
+	receiveLag   prometheus.Gauge
 }
 
 var _ ports.Metrics = (*Metrics)(nil)
@@ -75,10 +79,11 @@ func New() *Metrics {
 		requests: counterVec("skidata_http_requests_total", "HTTP requests answered, by route template, method and status.", "route", "method", "status"),
 		latency:  latency,
 		queueDepth: gauge("skidata_queue_depth",
-			"Rides published but not yet acknowledged, sampled every 100 ms (a broker counts messages: the rides of messages not yet consumed are estimated from the mean rides per message)."),
+			"Rides published but not yet acknowledged, read every 100 ms; an estimate where the queue counts messages (RabbitMQ's messages not yet consumed, SQS's approximate messages, sampled every 10 s): messages times the mean rides per message."),
 		deadWaiting: gauge("skidata_dead_letter_queue_messages",
 			"Messages in the dead-letter queue, however they got there (the persister's own dead letters, or the broker's after the delivery limit); 0 without one."),
-		queueMsgs:    gauge("skidata_queue_depth_messages", "Messages published but not yet acknowledged, sampled every 100 ms."),
+		queueMsgs: gauge("skidata_queue_depth_messages",
+			"Messages published but not yet acknowledged, as the queue counts them, read every 100 ms (SQS: approximate, sampled every 10 s)."),
 		publishFails: counter("skidata_publish_failures_total", "Rides in messages the queue would not take."),
 		messageRides: histogram("skidata_publish_message_rides",
 			"Rides per message the queue took (the group commit's fill: each message costs one broker confirm, or shares one store commit in process).",
@@ -101,6 +106,14 @@ func New() *Metrics {
 			"Rides the store refused as invalid (dead-lettered by a broker, dropped by the in-process queue)."),
 		deadLettered: counterVec("skidata_rides_dead_lettered_total",
 			"Rides this process moved to the dead-letter queue, by reason (rejected, unreadable).", "reason"),
+		queueReqs: counterVec("skidata_queue_requests_total",
+			"Requests this process made of a queue that bills by request (SQS), by API action, as answered: retries, errors and empty receives included.", "api"),
+		queueBilled: counter("skidata_queue_billed_requests_total",
+			"Request units those requests bill (SQS: one a request, one more for each further 64 KiB of messages it carries)."),
+		emptyRecvs: counter("skidata_queue_empty_receives_total",
+			"Receives that returned no message (a long poll of an idle queue), also counted in skidata_queue_requests_total."),
+		receiveLag: gauge("skidata_queue_receive_lag_seconds",
+			"Age, when it came, of the oldest message of this consumer's latest receive (0 after a receive that found none): the queue's lag as a consumer reads it (SQS; the oldest message's age itself is a CloudWatch metric)."),
 	}
 	// Every labelled series an alert or dashboard reads exists from the
 	// start at 0: increase() and rate() see nothing until a series has
@@ -186,6 +199,18 @@ func (m *Metrics) PersistRejected(rides int) { m.rejected.Add(float64(rides)) }
 func (m *Metrics) RidesDeadLettered(reason string, rides int) {
 	m.deadLettered.WithLabelValues(reason).Add(float64(rides))
 }
+
+// QueueRequest implements ports.Metrics.
+func (m *Metrics) QueueRequest(api string, billed int, emptyReceive bool) {
+	m.queueReqs.WithLabelValues(api).Inc()
+	m.queueBilled.Add(float64(billed))
+	if emptyReceive {
+		m.emptyRecvs.Inc()
+	}
+}
+
+// QueueReceiveLag implements ports.Metrics.
+func (m *Metrics) QueueReceiveLag(lag time.Duration) { m.receiveLag.Set(lag.Seconds()) }
 
 // CacheLookup implements ports.Metrics.
 func (m *Metrics) CacheLookup(query string, hit bool) {

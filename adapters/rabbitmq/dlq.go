@@ -8,29 +8,17 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
-
-// DeadLetter is one message in the dead-letter queue, as an operator sees it.
-type DeadLetter struct {
-	MessageID string
-	// Ride is the decoded ride; zero when the body is unreadable (BodyErr).
-	Ride    domain.LiftRide
-	BodyErr string
-	Body    []byte
-	// Reason and Queue come from the broker's x-death header: why the ride
-	// was dead-lettered (rejected, delivery_limit, ...) and from where.
-	Reason string
-	Queue  string
-	// Count is how many times it was dead-lettered from that queue.
-	Count int64
-}
 
 // deadLettersOf is one message of the dead-letter queue as letters: one
 // per ride of a batch, one for each unreadable record, or one for a body
-// that cannot be read at all.
-func deadLettersOf(m amqp.Delivery) []DeadLetter {
-	base := DeadLetter{MessageID: m.MessageId, Body: m.Body}
+// that cannot be read at all. Reason and Queue come from the broker's
+// x-death header (rejected, delivery_limit, ...) or, for a ride the
+// consumer dead-lettered alone, its own headers; Count is how many times
+// it was dead-lettered from that queue.
+func deadLettersOf(m amqp.Delivery) []ports.DeadLetter {
+	base := ports.DeadLetter{MessageID: m.MessageId, Body: m.Body}
 	if deaths, ok := m.Headers["x-death"].([]any); ok && len(deaths) > 0 {
 		if d, ok := deaths[0].(amqp.Table); ok {
 			base.Reason, _ = d["reason"].(string)
@@ -46,9 +34,9 @@ func deadLettersOf(m amqp.Delivery) []DeadLetter {
 	body, err := decodeBody(m.Body)
 	if err != nil {
 		base.BodyErr = err.Error()
-		return []DeadLetter{base}
+		return []ports.DeadLetter{base}
 	}
-	var out []DeadLetter
+	var out []ports.DeadLetter
 	for _, r := range body.rides {
 		dl := base
 		dl.Ride = r
@@ -65,8 +53,8 @@ func deadLettersOf(m amqp.Delivery) []DeadLetter {
 // DLQList returns up to limit dead letters (one per ride: a dead-lettered
 // batch message shows each of its rides) without removing them: they are
 // fetched unacknowledged and go back to the queue when the channel closes.
-func (b *Broker) DLQList(ctx context.Context, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
+func (b *Broker) DLQList(ctx context.Context, limit int) ([]ports.DeadLetter, error) {
+	var out []ports.DeadLetter
 	err := b.eachDeadLetter(ctx, math.MaxInt, func(_ *amqp.Channel, m amqp.Delivery) (bool, error) {
 		out = append(out, deadLettersOf(m)...)
 		return len(out) < limit, nil

@@ -38,9 +38,9 @@ func publishGarbage(t *testing.T, b *rabbitmq.Broker) {
 	}
 }
 
-func dlqHolds(t *testing.T, ctx context.Context, b *rabbitmq.Broker, n int) []rabbitmq.DeadLetter {
+func dlqHolds(t *testing.T, ctx context.Context, b *rabbitmq.Broker, n int) []ports.DeadLetter {
 	t.Helper()
-	var dls []rabbitmq.DeadLetter
+	var dls []ports.DeadLetter
 	waitFor(t, 20*time.Second, "the dead-letter queue holds the poison", func() bool {
 		var err error
 		dls, err = b.DLQList(ctx, 10)

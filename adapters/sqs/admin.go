@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/skidata/skidata/ports"
 )
 
 // QueueState is what CreateQueues found or did for one queue.
@@ -60,8 +62,8 @@ func CreateQueues(ctx context.Context, cfg Config) ([]QueueState, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, _ := cfg.names() // checked by withDefaults
-	var counters requestCounters
+	names, _ := cfg.names()                                  // checked by withDefaults
+	counters := requestCounters{metrics: ports.NopMetrics{}} // a one-shot command's requests: not the service's
 	client, err := newClient(ctx, cfg, &counters)
 	if err != nil {
 		return nil, err

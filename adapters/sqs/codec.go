@@ -77,8 +77,8 @@ func parseRide(line string) (domain.LiftRide, error) {
 	}
 	var n [6]int64
 	for i, s := range f {
-		if i == 1 {
-			continue // the season is text
+		if i == 1 || i == 2 {
+			continue // the season and the day: the domain parses them
 		}
 		v, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
@@ -90,7 +90,7 @@ func parseRide(line string) (domain.LiftRide, error) {
 	if err != nil {
 		return domain.LiftRide{}, fmt.Errorf("%.60q: %w", line, err)
 	}
-	day, err := domain.NewDay(int(n[2]))
+	day, err := domain.ParseDay(f[2])
 	if err != nil {
 		return domain.LiftRide{}, fmt.Errorf("%.60q: %w", line, err)
 	}

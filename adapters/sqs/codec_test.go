@@ -57,6 +57,10 @@ func TestUnreadableBodiesAreRefused(t *testing.T) {
 		"skidata.rides.v1\n1/2024/1/1/1/0\n", // lift 0: an invalid ride
 		"skidata.rides.v1\n1/2024/1/1/1/1\n1/2024/1/1/1\n", // a good ride, then a bad one
 		"skidata.rides.v1\n1/2024/1/99999999999/1/1\n",     // beyond int32
+		"skidata.rides.v1\n1/24/1/1/1/1\n",                 // not a season
+		"skidata.rides.v1\n1/2024/0/1/1/1\n",               // no day 0
+		"skidata.rides.v1\n1/2024/367/1/1/1\n",             // nor 367
+		"skidata.rides.v1\n1/2024/one/1/1/1\n",             // a day is a number
 	} {
 		if rides, err := sqs.DecodeBody(body); err == nil {
 			t.Errorf("DecodeBody(%q) = %v, nil; want an error", body, rides)

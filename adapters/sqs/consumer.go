@@ -209,6 +209,7 @@ func (c *consumer) recordLag(now time.Time, msgs []types.Message) {
 		lag = max(0, now.Sub(oldest))
 	}
 	c.q.lag.Store(int64(lag))
+	c.q.cfg.Metrics.QueueReceiveLag(lag)
 }
 
 // handOut gives the deliveries to the persister; once Close has been

@@ -95,7 +95,8 @@ func TestDepthCountsMessagesAndEstimatesRides(t *testing.T) {
 // receives included; with every message within one 64 KiB chunk, each
 // request bills one unit.
 func TestRequestCountersCountWhatReachedSQS(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{Pollers: 1}, sqstest.Options{})
+	m := &requestMetrics{}
+	q, px, _ := viaProxy(t, sqs.Config{Pollers: 1, Metrics: m}, sqstest.Options{})
 	px.Refuse("SendMessage", 1, sqstest.Throttled)
 	publishEach(t, q, queuetest.Rides(3, 1))
 	ch := deliveries(t, q)
@@ -150,6 +151,60 @@ func TestRequestCountersCountWhatReachedSQS(t *testing.T) {
 	if got.Billed != got.Total() {
 		t.Errorf("Billed = %d for %d requests; want one unit each, every payload being under 64 KiB", got.Billed, got.Total())
 	}
+	if reported := m.requests(); reported != got {
+		t.Errorf("reported to the metrics %+v; want what Requests counts, %+v", reported, got)
+	}
+}
+
+// requestMetrics records what the adapter reports to ports.Metrics of its
+// requests and its receive lag, as Requests would count them.
+type requestMetrics struct {
+	ports.NopMetrics
+	mu      sync.Mutex
+	counted sqs.Requests
+	lag     time.Duration
+}
+
+func (m *requestMetrics) QueueRequest(api string, billed int, empty bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &m.counted
+	switch api {
+	case "SendMessage", "SendMessageBatch":
+		c.Send++
+	case "ReceiveMessage":
+		c.Receive++
+	case "DeleteMessage", "DeleteMessageBatch":
+		c.Delete++
+	case "ChangeMessageVisibility", "ChangeMessageVisibilityBatch":
+		c.ChangeVisibility++
+	case "GetQueueAttributes":
+		c.GetAttributes++
+	default:
+		c.Other++
+	}
+	if empty {
+		c.EmptyReceive++
+	}
+	c.Billed += int64(billed)
+}
+
+func (m *requestMetrics) QueueReceiveLag(lag time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lag = lag
+}
+
+func (m *requestMetrics) requests() sqs.Requests {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counted
+}
+
+func (m *requestMetrics) receiveLag() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lag
 }
 
 // TestBilledUnitsCountEach64KiBOfPayload: a request bills one unit per
@@ -205,10 +260,11 @@ func TestReceivingMessagesOfMoreThan64KiBBillsTheirChunks(t *testing.T) {
 
 // TestReceiveLagIsTheAgeOfTheOldestMessageReceived: a message that waited
 // in the queue is received with its age, and once a receive finds the
-// queue empty the lag is 0 again.
+// queue empty the lag is 0 again; the metrics are told both.
 func TestReceiveLagIsTheAgeOfTheOldestMessageReceived(t *testing.T) {
 	const aged = 300 * time.Millisecond
-	q, _ := newQueue(t, sqs.Config{})
+	m := &requestMetrics{}
+	q, _ := newQueue(t, sqs.Config{Metrics: m})
 	sent := time.Now()
 	publish(t, q, queuetest.Rides(1, 1))
 	time.Sleep(aged) // the message ages in the queue: the condition under test, not a wait for a result
@@ -216,10 +272,13 @@ func TestReceiveLagIsTheAgeOfTheOldestMessageReceived(t *testing.T) {
 	if lag := q.ReceiveLag(); lag < aged-10*time.Millisecond || lag > time.Since(sent)+10*time.Millisecond {
 		t.Errorf("ReceiveLag = %v; want the message's age at its receive, between %v and %v", lag, aged, time.Since(sent))
 	}
+	if lag := m.receiveLag(); lag < aged-10*time.Millisecond {
+		t.Errorf("the metrics were told a receive lag of %v; want the message's age, at least %v", lag, aged)
+	}
 	ack(t, q, d)
 	poll.Until(t, queuetest.Deadline, "a receive finding the queue empty", func() string {
-		if lag := q.ReceiveLag(); lag != 0 {
-			return fmt.Sprintf("ReceiveLag %v", lag)
+		if lag, told := q.ReceiveLag(), m.receiveLag(); lag != 0 || told != 0 {
+			return fmt.Sprintf("ReceiveLag %v, told the metrics %v", lag, told)
 		}
 		return ""
 	})

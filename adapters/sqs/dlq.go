@@ -12,29 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
 )
-
-// DeadLetter is one ride in the dead-letter queue, as an operator sees it:
-// a message of several rides shows as one letter per ride.
-type DeadLetter struct {
-	// MessageID is the dead-letter message's SQS id.
-	MessageID string
-	// Ride is the decoded ride; zero when the body is unreadable (BodyErr).
-	Ride    domain.LiftRide
-	BodyErr string
-	Body    string
-	// Reason is why it is there: "rejected" (the store refused the ride)
-	// or "unreadable" (a body no release can decode), when this adapter
-	// dead-lettered it; "maxReceiveCount" when SQS's redrive policy moved
-	// it after MaxReceiveCount receives.
-	Reason string
-	// Queue is the queue it came from.
-	Queue string
-	// Count is how many times SQS has delivered the dead-letter message
-	// (its ApproximateReceiveCount; listing it counts too).
-	Count int64
-}
 
 // reasonRedrive is DeadLetter.Reason for a message SQS moved.
 const reasonRedrive = "maxReceiveCount"
@@ -70,9 +49,15 @@ func (q *Queue) receiveDeadLetters(ctx context.Context) ([]types.Message, error)
 }
 
 // deadLettersOf is one dead-letter message as letters: one per ride, or
-// one for a body that cannot be read.
-func (q *Queue) deadLettersOf(m types.Message) []DeadLetter {
-	base := DeadLetter{MessageID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), Reason: reasonRedrive, Queue: q.names.name}
+// one for a body that cannot be read. Reason is "rejected" (the store
+// refused the ride) or "unreadable" (a body no release can decode) when
+// this adapter dead-lettered it, "maxReceiveCount" when SQS's redrive
+// policy moved it; Count is how many times SQS has delivered the
+// dead-letter message (its ApproximateReceiveCount; listing it counts
+// too).
+func (q *Queue) deadLettersOf(m types.Message) []ports.DeadLetter {
+	body := aws.ToString(m.Body)
+	base := ports.DeadLetter{MessageID: aws.ToString(m.MessageId), Body: []byte(body), Reason: reasonRedrive, Queue: q.names.name}
 	if v, ok := m.MessageAttributes[attrReason]; ok {
 		base.Reason = aws.ToString(v.StringValue)
 	}
@@ -82,12 +67,12 @@ func (q *Queue) deadLettersOf(m types.Message) []DeadLetter {
 		base.Queue = arn[strings.LastIndex(arn, ":")+1:]
 	}
 	base.Count, _ = strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)], 10, 64)
-	rides, err := decodeBody(base.Body)
+	rides, err := decodeBody(body)
 	if err != nil {
 		base.BodyErr = err.Error()
-		return []DeadLetter{base}
+		return []ports.DeadLetter{base}
 	}
-	out := make([]DeadLetter, len(rides))
+	out := make([]ports.DeadLetter, len(rides))
 	for i, r := range rides {
 		out[i] = base
 		out[i].Ride = r
@@ -98,8 +83,8 @@ func (q *Queue) deadLettersOf(m types.Message) []DeadLetter {
 // DLQList returns up to limit dead letters (one per ride) without removing
 // them: their messages are received, hidden for the listing, and made
 // visible again when it ends.
-func (q *Queue) DLQList(ctx context.Context, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
+func (q *Queue) DLQList(ctx context.Context, limit int) ([]ports.DeadLetter, error) {
+	var out []ports.DeadLetter
 	var handles []string
 	defer func() {
 		if len(handles) > 0 {

@@ -18,9 +18,9 @@ import (
 )
 
 // dlqHolds polls DLQList until it lists n letters and returns them.
-func dlqHolds(t *testing.T, q *sqs.Queue, n int) []sqs.DeadLetter {
+func dlqHolds(t *testing.T, q *sqs.Queue, n int) []ports.DeadLetter {
 	t.Helper()
-	var dls []sqs.DeadLetter
+	var dls []ports.DeadLetter
 	poll.Until(t, queuetest.Deadline, fmt.Sprintf("the dead-letter queue lists %d letters", n), func() string {
 		var err error
 		if dls, err = q.DLQList(sqstest.Context(t), 100); err != nil {
@@ -152,7 +152,7 @@ func TestUnreadableMessageIsDeadLetteredAtOnce(t *testing.T) {
 	}
 	waitDepth(t, q, "the unreadable message dead-lettered", deadLetters(1))
 	dl := dlqHolds(t, q, 1)[0]
-	if dl.Reason != "unreadable" || dl.BodyErr == "" || dl.Body != `{"not":"a ride"}` {
+	if dl.Reason != "unreadable" || dl.BodyErr == "" || string(dl.Body) != `{"not":"a ride"}` {
 		t.Errorf("dead letter = %+v; want the body as sent, reason unreadable, with its decoding error", dl)
 	}
 	replay(t, q, 0)
@@ -179,7 +179,7 @@ func TestDLQListLeavesTheLettersWhereTheyAre(t *testing.T) {
 	waitDepth(t, q, "the letters still counted", deadLetters(1))
 }
 
-func rideOf(dls []sqs.DeadLetter) []domain.LiftRide {
+func rideOf(dls []ports.DeadLetter) []domain.LiftRide {
 	out := make([]domain.LiftRide, len(dls))
 	for i, dl := range dls {
 		out[i] = dl.Ride

@@ -1,6 +1,9 @@
 package sqs
 
-import "github.com/skidata/skidata/domain"
+import (
+	"github.com/skidata/skidata/domain"
+	"github.com/skidata/skidata/ports"
+)
 
 // MaxRideLine is the longest line of a ride in a body.
 const MaxRideLine = maxRideLine
@@ -14,7 +17,7 @@ func DecodeBody(body string) ([]domain.LiftRide, error) { return decodeBody(body
 // (op, the bytes of messages it sent, its output) on fresh counters and
 // returns them.
 func CountRequest(op string, sent int, result any) Requests {
-	var c requestCounters
+	c := requestCounters{metrics: ports.NopMetrics{}}
 	c.count(op, sent, result)
 	return c.snapshot()
 }

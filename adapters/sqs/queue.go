@@ -62,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, where: "AWS"}
+	q := &Queue{cfg: cfg, where: "AWS", requests: requestCounters{metrics: cfg.Metrics}}
 	q.names, _ = cfg.names() // checked by withDefaults
 	if cfg.Endpoint != "" {
 		q.where = cfg.Endpoint

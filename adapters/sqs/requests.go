@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/skidata/skidata/ports"
 )
 
 // Requests counts the requests SQS answered (every attempt the SDK made
@@ -44,9 +46,11 @@ func (r Requests) Total() int64 {
 	return r.Send + r.Receive + r.Delete + r.ChangeVisibility + r.GetAttributes + r.Other
 }
 
-// requestCounters is Requests, counted concurrently.
+// requestCounters is Requests, counted concurrently, and reported to
+// metrics as they are counted.
 type requestCounters struct {
 	send, receive, emptyReceive, delete, changeVisibility, getAttributes, other, billed atomic.Int64
+	metrics                                                                             ports.Metrics
 }
 
 func (c *requestCounters) snapshot() Requests {
@@ -59,14 +63,14 @@ func (c *requestCounters) snapshot() Requests {
 // count records one answered request of operation op, which sent sent
 // bytes of messages; result is its output, nil when it failed.
 func (c *requestCounters) count(op string, sent int, result any) {
-	payload := sent
+	payload, empty := sent, false
 	switch op {
 	case "SendMessage", "SendMessageBatch":
 		c.send.Add(1)
 	case "ReceiveMessage":
 		c.receive.Add(1)
 		if out, ok := result.(*sqs.ReceiveMessageOutput); ok {
-			if len(out.Messages) == 0 {
+			if empty = len(out.Messages) == 0; empty {
 				c.emptyReceive.Add(1)
 			}
 			for _, m := range out.Messages {
@@ -82,7 +86,9 @@ func (c *requestCounters) count(op string, sent int, result any) {
 	default:
 		c.other.Add(1)
 	}
-	c.billed.Add(billedUnits(payload))
+	units := billedUnits(payload)
+	c.billed.Add(units)
+	c.metrics.QueueRequest(op, int(units), empty)
 }
 
 // billedUnits is what a request carrying payload bytes of messages bills:

@@ -30,6 +30,7 @@ func TestTheBreakerGuardsEveryQueue(t *testing.T) {
 	for _, c := range []struct{ queue, store string }{
 		{"rabbitmq", "postgres"},
 		{"rabbitmq", "memory"},
+		{"sqs", "postgres"},
 		{"inproc", "postgres"},
 		{"inproc", "dynamo-counters"},
 		{"inproc", "memory"},

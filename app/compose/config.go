@@ -16,6 +16,7 @@ import (
 	"github.com/skidata/skidata/adapters/postgres"
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/adapters/redis"
+	"github.com/skidata/skidata/adapters/sqs"
 	"github.com/skidata/skidata/app"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	// "password"): read at start and again when the broker refuses it,
 	// and never written anywhere.
 	AMQPPasswordSecret string
+	// SQS is the SQS adapter's (--sqs-*); its region is DynamoDB's
+	// (Deps.Region), its MaxMessages --queue-capacity (Config.SQSConfig).
+	SQS sqs.Config
 	// Publish is the group commit's (--publish-*): the API side's batcher,
 	// as Persister is the consumer side's. A queue's driver entry says how
 	// it applies to that queue (QueueDriver.GroupCommit).
@@ -103,6 +107,7 @@ func DefaultConfig() Config {
 			URL: "amqp://guest:guest@127.0.0.1:5672/", Prefix: "skidata", Shards: 1, QueueType: "quorum",
 			Prefetch: 500, DeliveryLimit: 5, PublishChannels: 8, PublishTimeout: 5 * time.Second,
 		},
+		SQS: sqs.Config{Queue: "skidata-rides", Pollers: 2, VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 5},
 		// A short linger makes fuller messages, so a broker's confirm (an
 		// append and an fsync) is shared by more rides, for a few ms of
 		// POST latency; the gap lets a burst of concurrent POSTs that has
@@ -136,7 +141,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(StoreNames(), "|"))
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
-	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready messages over all shards, each one ride or a batch); beyond it POST answers 503")
+	fs.IntVar(&c.QueueCapacity, "queue-capacity", c.QueueCapacity, "most rides the queue holds waiting (rabbitmq: ready messages over all shards, each one ride or a batch; sqs: messages waiting and in flight, as last sampled); beyond it POST answers 503")
 	fs.StringVar(&c.AMQP.URL, "amqp-url", c.AMQP.URL, "RabbitMQ URL (--queue rabbitmq); for a self-managed cluster, every node's URL, comma-separated: each connection takes them in turn, moving to the next when its node fails (Amazon MQ: its one endpoint)")
 	fs.StringVar(&c.AMQPPasswordSecret, "amqp-password-secret", c.AMQPPasswordSecret, "ARN (or name, with AWS_REGION) of a Secrets Manager secret holding the RabbitMQ password, or JSON {\"username\":...,\"password\":...}; read at start and again when the broker refuses it, in place of the --amqp-url's (empty: the URL's)")
 	fs.StringVar(&c.AMQP.Prefix, "amqp-prefix", c.AMQP.Prefix, "prefix of the RabbitMQ queue and exchange names")
@@ -146,8 +151,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AMQP.DeliveryLimit, "amqp-delivery-limit", c.AMQP.DeliveryLimit, "deliveries before a failing ride goes to the dead-letter queue (-1: no limit)")
 	fs.IntVar(&c.AMQP.PublishChannels, "amqp-publish-channels", c.AMQP.PublishChannels, "confirm-mode channels publishes are spread over")
 	fs.DurationVar(&c.AMQP.PublishTimeout, "amqp-publish-timeout", c.AMQP.PublishTimeout, "bound on one publish to RabbitMQ, confirm included")
-	fs.IntVar(&c.Publish.MaxRides, "publish-batch", c.Publish.MaxRides, "group commit: most rides POSTed together that share one queue message and its confirm (--queue rabbitmq; 1: one ride per message)")
-	fs.DurationVar(&c.Publish.Linger, "publish-linger", c.Publish.Linger, "group commit: how long a message waits for more rides once it could go (0: never waits)")
+	fs.StringVar(&c.SQS.Queue, "sqs-queue", c.SQS.Queue, "SQS ride queue's name or URL (--queue sqs); its dead-letter queue is NAME-dlq, beside it (skiapi queues create makes both)")
+	fs.StringVar(&c.SQS.Endpoint, "sqs-endpoint", c.SQS.Endpoint, "SQS endpoint URL, for a local stand-in such as fauxqs (empty: AWS, in the region --dynamo-region names)")
+	fs.IntVar(&c.SQS.Pollers, "sqs-pollers", c.SQS.Pollers, "goroutines long-polling the SQS queue for the persister (each receive takes up to 10 messages)")
+	fs.DurationVar(&c.SQS.VisibilityTimeout, "sqs-visibility-timeout", c.SQS.VisibilityTimeout, "how long a received SQS message stays hidden from other consumers, extended while it is being stored: a consumer that dies has its messages delivered again after this (whole seconds, at most 12h)")
+	fs.IntVar(&c.SQS.MaxReceiveCount, "sqs-max-receive-count", c.SQS.MaxReceiveCount, "receives after which SQS moves a message that keeps failing to the dead-letter queue (1 to 1000; skiapi queues create sets it in the queue's redrive policy)")
+	fs.IntVar(&c.Publish.MaxRides, "publish-batch", c.Publish.MaxRides, "group commit: most rides POSTed together that share one queue message and its confirm (--queue rabbitmq; 1: one ride per message; sqs fills a message to what one billed request carries)")
+	fs.DurationVar(&c.Publish.Linger, "publish-linger", c.Publish.Linger, "group commit: how long a message waits for more rides once it could go (0: never waits; sqs waits at least "+sqs.MinPublishLinger.String()+", each message being billed)")
 	fs.DurationVar(&c.Publish.LingerGap, "publish-linger-gap", c.Publish.LingerGap, "group commit: a lingering message goes early once no ride has joined it for this long and it holds at least half as many rides as the last: a burst of concurrent POSTs goes as soon as it has arrived (0: lingers the whole --publish-linger)")
 	fs.IntVar(&c.Persister.BatchSize, "batch-size", c.Persister.BatchSize, "most rides the persister writes in one batch (1 to "+strconv.Itoa(MaxBatchSize)+")")
 	fs.DurationVar(&c.Persister.Linger, "batch-linger", c.Persister.Linger, "how long a partial batch waits for more rides")
@@ -166,7 +176,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Postgres.StatementTimeout, "db-statement-timeout", c.Postgres.StatementTimeout, "server-side limit on each PostgreSQL statement (0: the server's setting)")
 	fs.DurationVar(&c.Postgres.ConnectTimeout, "db-connect-timeout", c.Postgres.ConnectTimeout, "limit on each PostgreSQL connection attempt (0: the URL's connect_timeout, else 5s)")
 	fs.StringVar(&c.Postgres.Schema, "db-schema", c.Postgres.Schema, "PostgreSQL schema holding the tables, created if missing (empty: the server's search_path)")
-	fs.StringVar(&c.Dynamo.Region, "dynamo-region", c.Dynamo.Region, "DynamoDB region (empty: the AWS SDK's default, AWS_REGION)")
+	fs.StringVar(&c.Dynamo.Region, "dynamo-region", c.Dynamo.Region, "AWS region of DynamoDB and SQS (empty: the AWS SDK's default, AWS_REGION)")
 	fs.StringVar(&c.Dynamo.Endpoint, "dynamo-endpoint", c.Dynamo.Endpoint, "DynamoDB endpoint URL, for a local server such as dynalite (empty: AWS)")
 	fs.StringVar(&c.Dynamo.TablePrefix, "dynamo-table-prefix", c.Dynamo.TablePrefix, "put before the table names: <prefix>skierTable, <prefix>resortTable")
 	fs.IntVar(&c.Dynamo.WriteConcurrency, "dynamo-write-concurrency", c.Dynamo.WriteConcurrency, "DynamoDB write requests kept in flight per batch")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/adapters/sqs"
 )
 
 // The bounds of the numeric settings, beyond the obvious "at least 1" or
@@ -59,6 +60,8 @@ func (c Config) validateNumbers() error {
 		{"publish-batch", int64(c.Publish.MaxRides), 1, rabbitmq.MaxPublishBatch, "the most rides a RabbitMQ message holds"},
 		{"db-max-conns", int64(c.Postgres.MaxConns), 0, maxPostgresConns, "0: the larger of 4 and the CPU count"},
 		{"dynamo-write-concurrency", int64(c.Dynamo.WriteConcurrency), 1, maxWorkers, ""},
+		{"sqs-pollers", int64(c.SQS.Pollers), 1, maxWorkers, "one receive in flight each"},
+		{"sqs-max-receive-count", int64(c.SQS.MaxReceiveCount), 1, sqs.MaxReceiveCountLimit, "SQS's bound on a redrive policy's maxReceiveCount"},
 		{"ingest-burst", int64(c.Admission.Burst), 0, math.MaxInt32, "0: one second's worth of --ingest-rate"},
 		{"client-burst", int64(c.Admission.ClientBurst), 0, math.MaxInt32, "0: one second's worth of --client-rate"},
 		{"queue-soft-limit", c.Admission.SoftLimit, 0, math.MaxInt64, "0: off"},
@@ -108,6 +111,9 @@ func (c Config) validateNumbers() error {
 			}
 			return rangeError(r.flag, r.value.String(), allowed, r.zero)
 		}
+	}
+	if d := c.SQS.VisibilityTimeout; d < time.Second || d > sqs.MaxVisibilityTimeout || d%time.Second != 0 {
+		return rangeError("sqs-visibility-timeout", d.String(), "whole seconds from 1s to "+sqs.MaxVisibilityTimeout.String(), "SQS's bounds")
 	}
 	// statement_timeout is whole milliseconds: less than 1ms would be 0,
 	// which is the server's setting.

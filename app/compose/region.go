@@ -34,7 +34,7 @@ func instanceRegion(ctx context.Context) (string, error) {
 		err = fmt.Errorf("the metadata service returned an empty region")
 	}
 	if err != nil {
-		return "", fmt.Errorf("DynamoDB region missing: AWS_REGION is unset and the EC2 instance metadata service did not give it (%w); set AWS_REGION or --dynamo-region", err)
+		return "", fmt.Errorf("AWS region missing (DynamoDB's and SQS's): AWS_REGION is unset and the EC2 instance metadata service did not give it (%w); set AWS_REGION or --dynamo-region", err)
 	}
 	return out.Region, nil
 }

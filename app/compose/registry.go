@@ -17,6 +17,7 @@ import (
 	"github.com/skidata/skidata/adapters/postgres"
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/adapters/redis"
+	"github.com/skidata/skidata/adapters/sqs"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/ports"
 )
@@ -121,12 +122,17 @@ type QueueDriver struct {
 	// DeadLetters opens the queue's dead-letter queue (`skiapi dlq`); nil:
 	// the queue keeps none.
 	DeadLetters func(ctx context.Context, c Config) (DeadLetterQueue, func(), error)
+	// CreateQueues makes the queues the service needs, or sets those that
+	// exist to the configuration, and says what it did (`skiapi queues
+	// create`); nil: the queue needs none made beforehand (it is in this
+	// process, or declares its own when it connects).
+	CreateQueues func(ctx context.Context, c Config) (string, error)
 }
 
 // DeadLetterQueue is where a queue keeps the rides it gave up on.
 type DeadLetterQueue interface {
 	// DLQList returns up to limit dead letters without removing them.
-	DLQList(ctx context.Context, limit int) ([]rabbitmq.DeadLetter, error)
+	DLQList(ctx context.Context, limit int) ([]ports.DeadLetter, error)
 	// DLQReplay moves every readable dead letter back to the ride queue
 	// and returns how many rides it moved.
 	DLQReplay(ctx context.Context) (int, error)
@@ -166,6 +172,10 @@ var QueueDrivers = []QueueDriver{
 	{
 		Name: "rabbitmq", Shared: true, Durable: true, GroupCommit: rabbitMQGroupCommit,
 		Check: checkRabbitMQ, Open: openRabbitMQ, DeadLetters: openRabbitMQDeadLetters,
+	},
+	{
+		Name: "sqs", Shared: true, Durable: true, GroupCommit: sqsGroupCommit,
+		Check: checkSQS, Open: openSQS, DeadLetters: openSQSDeadLetters, CreateQueues: createSQSQueues,
 	},
 }
 
@@ -250,6 +260,12 @@ func OpenStore(ctx context.Context, deps Deps) (OpenedStore, func(), error) {
 // OpenQueue opens the queue the configuration names.
 func OpenQueue(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 	deps.PublishWaitsForStore = deps.Config.postWaitsForStore()
+	if deps.Metrics == nil {
+		deps.Metrics = ports.NopMetrics{}
+	}
+	if deps.Region == nil {
+		deps.Region = configuredRegion(deps.Config)
+	}
 	return queueDriver(deps.Config.Queue).Open(ctx, deps)
 }
 
@@ -440,13 +456,23 @@ func openRabbitMQ(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
 	if err != nil {
 		return OpenedQueue{}, nil, err
 	}
-	probe := app.Probe{Name: "rabbitmq", Check: func(ctx context.Context) error {
-		_, err := b.Depth(ctx)
+	opened, closeQueue := sharedQueue("rabbitmq", b)
+	return opened, closeQueue, nil
+}
+
+// sharedQueue is a queue other processes reach, opened: readiness reads
+// its depth, which proves the connection and the queue at once, and the
+// cleanup lets the persister's last settlements through (Close) before it
+// disconnects.
+func sharedQueue(name string, q interface {
+	Queue
+	Disconnect() error
+}) (OpenedQueue, func()) {
+	probe := app.Probe{Name: name, Check: func(ctx context.Context) error {
+		_, err := q.Depth(ctx)
 		return err
 	}}
-	// Close lets the persister's last acks through; Disconnect then closes
-	// the connections.
-	return OpenedQueue{Queue: b, Probe: probe}, func() { _ = b.Close(); _ = b.Disconnect() }, nil
+	return OpenedQueue{Queue: q, Probe: probe}, func() { _ = q.Close(); _ = q.Disconnect() }
 }
 
 // rabbitMQGroupCommit is --publish-*, with one message in flight per
@@ -469,6 +495,90 @@ func openRabbitMQDeadLetters(ctx context.Context, c Config) (DeadLetterQueue, fu
 		return nil, nil, err
 	}
 	return b, func() { _ = b.Disconnect() }, nil
+}
+
+func checkSQS(c Config) error {
+	if err := c.SQSConfig().Validate(); err != nil {
+		return fmt.Errorf("--queue sqs: %w", err)
+	}
+	return nil
+}
+
+// SQSConfig is the SQS adapter's configuration: --queue-capacity bounds
+// the messages the queue holds (MaxMessages), as it bounds RabbitMQ's
+// ready messages, and the region is --dynamo-region (empty: the SDK's,
+// AWS_REGION), which the service itself may take from the instance
+// instead (openSQS). The service and the queue commands must agree on
+// it.
+func (c Config) SQSConfig() sqs.Config {
+	sc := c.SQS
+	sc.MaxMessages = c.QueueCapacity
+	sc.Region = c.Dynamo.Region
+	return sc
+}
+
+// openSQS finds the ride queue and its dead-letter queue before anything
+// is served: a queue that is missing stops the start with a message
+// saying how to create it.
+func openSQS(ctx context.Context, deps Deps) (OpenedQueue, func(), error) {
+	c := deps.Config.SQSConfig()
+	region, err := deps.Region(ctx)
+	if err != nil {
+		return OpenedQueue{}, nil, err
+	}
+	c.Region = region
+	c.Metrics = deps.Metrics // requests and billed units by API action, the receive lag, dead letters
+	c.Logger = deps.Log
+	openCtx, cancel := context.WithTimeout(ctx, startupCheckTimeout)
+	defer cancel()
+	q, err := sqs.Open(openCtx, c)
+	if err != nil {
+		return OpenedQueue{}, nil, err
+	}
+	opened, closeQueue := sharedQueue("sqs", q)
+	return opened, closeQueue, nil
+}
+
+// sqsGroupCommit fills a message up to what one billed request carries
+// (sqs.MaxRidesPerMessage, in place of --publish-batch: every message
+// bills a send, a receive and a share of a delete whatever it holds), with
+// sqs.PublishInFlight sends at once, lingering --publish-linger but at
+// least sqs.MinPublishLinger: RabbitMQ's linger shares a confirm, SQS's
+// saves billed requests, and the shorter one suits a broker.
+func sqsGroupCommit(c Config) app.PublishConfig {
+	pc := c.Publish
+	pc.MaxRides = sqs.MaxRidesPerMessage
+	pc.InFlight = sqs.PublishInFlight
+	pc.Linger = max(pc.Linger, sqs.MinPublishLinger)
+	return pc
+}
+
+// openSQSDeadLetters finds the queues for a one-shot dlq command.
+func openSQSDeadLetters(ctx context.Context, c Config) (DeadLetterQueue, func(), error) {
+	q, err := sqs.Open(ctx, c.SQSConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, func() { _ = q.Disconnect() }, nil
+}
+
+// createSQSQueues makes the ride queue and its dead-letter queue with the
+// redrive policy (`skiapi queues create`), or sets those that exist to
+// the configuration.
+func createSQSQueues(ctx context.Context, c Config) (string, error) {
+	states, err := sqs.CreateQueues(ctx, c.SQSConfig())
+	var b strings.Builder
+	for _, st := range states {
+		switch {
+		case st.Created:
+			fmt.Fprintf(&b, "created %s (%s)\n", st.Name, st.URL)
+		case len(st.Updated) > 0:
+			fmt.Fprintf(&b, "%s exists (%s); set %s\n", st.Name, st.URL, strings.Join(st.Updated, ", "))
+		default:
+			fmt.Fprintf(&b, "%s exists (%s) as configured\n", st.Name, st.URL)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n"), err
 }
 
 func openLRU(_ context.Context, deps Deps) (OpenedCache, func(), error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skidata/skidata/adapters/sqs"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/domain"
 )
@@ -16,7 +17,7 @@ import (
 // nobody consumes, so it gives up when its request ends), and the
 // persister then does not linger; in front of the memory store, which dies
 // with the process too, a publish returns at once and the persister
-// lingers for --batch-linger. Behind RabbitMQ, which keeps what it
+// lingers for --batch-linger. Behind RabbitMQ or SQS, which keep what they
 // confirmed, the persister lingers whatever the store.
 func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *testing.T) {
 	for _, c := range []struct {
@@ -29,6 +30,8 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 		{"memory", "rabbitmq", false},
 		{"postgres", "rabbitmq", false},
 		{"dynamo-counters", "rabbitmq", false},
+		{"postgres", "sqs", false},
+		{"memory", "sqs", false},
 	} {
 		cfg := DefaultConfig()
 		cfg.Store, cfg.Queue = c.store, c.queue
@@ -37,7 +40,7 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 			t.Errorf("store %s, queue %s: the persister lingers %v; want %v", c.store, c.queue, linger, map[bool]time.Duration{true: 0, false: cfg.Persister.Linger}[c.waits])
 		}
 		if c.queue != "inproc" {
-			continue // a broker is opened and published to by its own tests
+			continue // a shared queue is opened and published to by its own tests
 		}
 		q, closeQueue, err := OpenQueue(context.Background(), Deps{Config: cfg})
 		if err != nil {
@@ -55,8 +58,9 @@ func TestAPOSTWaitsForTheStoreOnlyWhereTheQueueWouldLoseWhatTheStoreKeeps(t *tes
 
 // TestTheGroupCommitIsWhatTheQueueAsksFor: RabbitMQ's messages are
 // gathered by --publish-batch, --publish-linger and --publish-linger-gap,
-// with one message in flight per confirm-mode channel; the in-process
-// queue asks for none, so each ride goes at once, alone.
+// with one message in flight per confirm-mode channel; SQS's fill to what
+// one billed request carries, lingering at least sqs.MinPublishLinger;
+// the in-process queue asks for none, so each ride goes at once, alone.
 func TestTheGroupCommitIsWhatTheQueueAsksFor(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Publish = app.PublishConfig{MaxRides: 100, Linger: 7 * time.Millisecond, LingerGap: 2 * time.Millisecond}
@@ -65,6 +69,16 @@ func TestTheGroupCommitIsWhatTheQueueAsksFor(t *testing.T) {
 	want := app.PublishConfig{InFlight: 3, MaxRides: 100, Linger: 7 * time.Millisecond, LingerGap: 2 * time.Millisecond}
 	if got := groupCommitOf(cfg); got != want {
 		t.Errorf("rabbitmq's group commit = %+v; want %+v", got, want)
+	}
+	cfg.Queue = "sqs"
+	want = app.PublishConfig{InFlight: sqs.PublishInFlight, MaxRides: sqs.MaxRidesPerMessage, Linger: sqs.MinPublishLinger, LingerGap: 2 * time.Millisecond}
+	if got := groupCommitOf(cfg); got != want {
+		t.Errorf("sqs's group commit with --publish-linger 7ms = %+v; want %+v", got, want)
+	}
+	cfg.Publish.Linger = time.Second
+	want.Linger = time.Second
+	if got := groupCommitOf(cfg); got != want {
+		t.Errorf("sqs's group commit with --publish-linger 1s = %+v; want %+v", got, want)
 	}
 	cfg.Queue = "inproc"
 	if got := groupCommitOf(cfg); got != (app.PublishConfig{}) {

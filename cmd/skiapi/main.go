@@ -8,8 +8,10 @@
 //	                         register / list the resorts of the store (PostgreSQL, DynamoDB)
 //	skiapi tables create|describe [flags]
 //	                         create / show the DynamoDB tables of --store dynamo-*
+//	skiapi queues create [flags]
+//	                         create the SQS ride queue and its dead-letter queue (--queue sqs)
 //	skiapi dlq list [--limit N]|replay [flags]
-//	                         show / requeue the rides RabbitMQ dead-lettered
+//	                         show / requeue the rides the queue dead-lettered
 //	skiapi config [flags]    print the effective configuration, secrets masked
 //	skiapi version           print the version
 //
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return resorts(args, stdout, stderr)
 	case "tables":
 		return tables(args, stdout, stderr)
+	case "queues":
+		return queues(args, stdout, stderr)
 	case "dlq":
 		return dlq(args, stdout, stderr)
 	case "config":
@@ -81,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commands are the words run accepts before the flags.
-var commands = []string{"serve", "migrate", "seed", "resorts", "tables", "dlq", "config", "version", "help"}
+var commands = []string{"serve", "migrate", "seed", "resorts", "tables", "queues", "dlq", "config", "version", "help"}
 
 // newFlagSet is a flag set that prints nothing itself: a parse error is
 // reported as one line by parseError, and the usage only for --help.
@@ -128,9 +132,13 @@ Commands:
                    `+tableStores()+` (with --dynamo-table-prefix),
                    on-demand billing; waits until active; harmless to rerun
   tables describe  print the tables, keys, indexes, status and item counts
-  dlq list         print the rides in RabbitMQ's dead-letter queue without
-                   removing them (--limit N, default 100; needs --queue rabbitmq
-                   and the service's --amqp-* flags)
+  queues create    create the queues of --queue `+queueCreators()+`
+                   (the ride queue and its dead-letter queue, with the
+                   redrive policy), or set those that exist to the flags;
+                   harmless to rerun
+  dlq list         print the rides in the queue's dead-letter queue without
+                   removing them (--limit N, default 100; needs --queue
+                   `+deadLetterQueues()+` and the service's flags for it)
   dlq replay       move the dead-lettered rides back to the ride queues and
                    print how many
   config    print the effective configuration, one "flag = value (source)"
@@ -269,6 +277,13 @@ func tables(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+func queues(args []string, stdout, stderr io.Writer) int {
+	if _, args, ok := subcommand("queues", args, []string{"create"}, stderr); ok {
+		return oneShot("queues create", args, stdout, stderr, createQueues)
+	}
+	return 2
+}
+
 func dlq(args []string, stdout, stderr io.Writer) int {
 	sub, args, ok := subcommand("dlq", args, []string{"list", "replay"}, stderr)
 	if !ok {
@@ -318,6 +333,15 @@ func printConfig(args []string, stdout, stderr io.Writer) int {
 		return parseError(fs, args, err, stderr)
 	}
 	return 0
+}
+
+// queueCreators and deadLetterQueues are the queues of the registry that
+// have queues to create, and dead-letter queues, a|b|c.
+func queueCreators() string {
+	return strings.Join(compose.QueueNamesWhere(func(d compose.QueueDriver) bool { return d.CreateQueues != nil }), "|")
+}
+func deadLetterQueues() string {
+	return strings.Join(compose.QueueNamesWhere(func(d compose.QueueDriver) bool { return d.DeadLetters != nil }), "|")
 }
 
 // tableStores is the stores of the registry that have tables to manage, a|b|c.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/ports"
 )
 
 // errUsage marks an error in how a one-shot command was asked for (a flag
@@ -108,10 +108,23 @@ func requireDurableStore(cfg compose.Config, what string) error {
 	return nil
 }
 
+// createQueues makes the queues the configured queue needs (`skiapi queues
+// create`): only a queue that needs them made beforehand has them.
+func createQueues(ctx context.Context, cfg compose.Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", usageErr(err)
+	}
+	create := compose.QueueOf(cfg).CreateQueues
+	if create == nil {
+		return "", usageErr(fmt.Errorf("--queue %s has no queues to create; use --queue %s", cfg.Queue, queueCreators()))
+	}
+	return create(ctx, cfg)
+}
+
 // listDeadLetters returns up to limit rides from the dead-letter queue
 // without removing them.
-func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]rabbitmq.DeadLetter, error) {
-	var out []rabbitmq.DeadLetter
+func listDeadLetters(ctx context.Context, cfg compose.Config, limit int) ([]ports.DeadLetter, error) {
+	var out []ports.DeadLetter
 	err := withDeadLetters(ctx, cfg, func(q compose.DeadLetterQueue) error {
 		var err error
 		out, err = q.DLQList(ctx, limit)
@@ -140,7 +153,7 @@ func withDeadLetters(ctx context.Context, cfg compose.Config, do func(compose.De
 	}
 	open := compose.QueueOf(cfg).DeadLetters
 	if open == nil {
-		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue %s with the service's flags for it", cfg.Queue, strings.Join(compose.QueueNamesWhere(func(d compose.QueueDriver) bool { return d.DeadLetters != nil }), "|")))
+		return usageErr(fmt.Errorf("--queue %s has no dead-letter queue; use --queue %s with the service's flags for it", cfg.Queue, deadLetterQueues()))
 	}
 	q, closeQueue, err := open(ctx, cfg)
 	if err != nil {

@@ -181,19 +181,26 @@ func TestKill9RabbitMQRolesLoseNoAcceptedRide(t *testing.T) {
 		"--store", "postgres", "--database-url", cfg.Postgres.URL, "--db-schema", cfg.Postgres.Schema,
 		"--shutdown-timeout", "30s",
 	}
-	apiFlags := append([]string{"--role", "api"}, flags...)
-	consumerFlags := append([]string{"--role", "consumer"}, flags...)
-	api := startSkiapi(t, "api", bin, apiFlags...)
-	consumer := startSkiapi(t, "consumer", bin, consumerFlags...)
+	start := func(name string, args ...string) *proc { return startSkiapi(t, name, bin, args...) }
+	killBothRolesMidLoad(t, start, append([]string{"--role", "api"}, flags...), append([]string{"--role", "consumer"}, flags...), admin, cfg.Postgres.Schema)
+}
 
+// killBothRolesMidLoad starts an API and a consumer process with start,
+// posts crashLoad's rides to the API, kills both with SIGKILL mid-load,
+// restarts them and waits until every ride answered 201 is in the schema's
+// table, once.
+func killBothRolesMidLoad(t *testing.T, start func(name string, args ...string) *proc, apiFlags, consumerFlags []string, admin *pgx.Conn, schema string) {
+	t.Helper()
+	api := start("api", apiFlags...)
+	consumer := start("consumer", consumerFlags...)
 	const total = 20_000
 	accepted := crashLoad(t, api.base, total, 32, 1500, func() {
 		consumer.kill9(t)
 		api.kill9(t)
 	})
-	api = startSkiapi(t, "api restarted", bin, apiFlags...)
-	consumer = startSkiapi(t, "consumer restarted", bin, consumerFlags...)
-	waitEveryAcceptedStoredOnce(t, admin, cfg.Postgres.Schema, accepted, total)
+	api = start("api restarted", apiFlags...)
+	consumer = start("consumer restarted", consumerFlags...)
+	waitEveryAcceptedStoredOnce(t, admin, schema, accepted, total)
 	api.terminate(t)
 	consumer.terminate(t)
 }

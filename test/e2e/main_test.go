@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/skidata/skidata/test/sqstest"
 )
 
 // skiapiBuild is cmd/skiapi compiled once for every test of the package
@@ -19,6 +21,7 @@ var skiapiBuild struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	sqstest.StopStarted()
 	if skiapiBuild.dir != "" {
 		_ = os.RemoveAll(skiapiBuild.dir)
 	}

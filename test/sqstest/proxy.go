@@ -30,6 +30,9 @@ import (
 //   - a redrive policy must name a dead-letter queue that exists, with a
 //     maxReceiveCount of 1 to 1,000;
 //   - a message carries at most 10 attributes;
+//   - a long poll answers with no message only once its wait has ended,
+//     where fauxqs answers every waiting receive but one empty at once
+//     when a message comes;
 //
 // and it injects, on demand, what SQS does under load and fauxqs never
 // does: whole requests refused (Refuse: throttling, internal errors) and
@@ -235,29 +238,55 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 	if req.MaxNumberOfMessages != nil {
 		want = *req.MaxNumberOfMessages
 	}
-	room := p.opts.InFlightLimit - p.inFlight(req.QueueUrl)
-	if room <= 0 {
-		if req.WaitTimeSeconds == nil || *req.WaitTimeSeconds == 0 {
-			writeError(w, APIError{http.StatusBadRequest, "OverLimit", "Too many messages in flight: the queue is at its in-flight limit"})
+	wait := time.Duration(0)
+	if req.WaitTimeSeconds != nil {
+		wait = time.Duration(*req.WaitTimeSeconds) * time.Second
+	}
+	end := time.Now().Add(wait)
+	var (
+		status int
+		resp   []byte
+		hdr    http.Header
+	)
+	for {
+		room := p.opts.InFlightLimit - p.inFlight(req.QueueUrl)
+		if room <= 0 {
+			if wait == 0 {
+				writeError(w, APIError{http.StatusBadRequest, "OverLimit", "Too many messages in flight: the queue is at its in-flight limit"})
+				return
+			}
+			// A long poll at the quota finds nothing to receive: it waits, and
+			// answers with no messages and no error.
+			select {
+			case <-time.After(time.Until(end)):
+			case <-r.Context().Done():
+			}
+			p.countEmpty()
+			writeJSON(w, http.StatusOK, []byte("{}"))
 			return
 		}
-		// A long poll at the quota finds nothing to receive: it waits, and
-		// answers with no messages and no error.
-		select {
-		case <-time.After(time.Duration(*req.WaitTimeSeconds) * time.Second):
-		case <-r.Context().Done():
+		fwd := body
+		if want > room {
+			fwd = withField(fwd, "MaxNumberOfMessages", room)
 		}
-		p.countEmpty()
-		writeJSON(w, http.StatusOK, []byte("{}"))
-		return
-	}
-	if want > room {
-		body = withField(body, "MaxNumberOfMessages", room)
-	}
-	status, resp, hdr, err := p.forward(r, body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		left := time.Until(end)
+		if wait > 0 {
+			fwd = withField(fwd, "WaitTimeSeconds", int((left+time.Second-1)/time.Second))
+		}
+		var err error
+		status, resp, hdr, err = p.forward(r, fwd)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		// fauxqs wakes every waiting long poll when a message comes, and
+		// those that lose it to another answer empty at once; SQS answers
+		// a long poll with no message only once its wait has ended
+		// (ReceiveMessage's WaitTimeSeconds), so it waits on. A receive
+		// that names no wait (the queue's own) is forwarded once.
+		if status != http.StatusOK || wait == 0 || received(resp) > 0 || time.Until(end) <= 0 || r.Context().Err() != nil {
+			break
+		}
 	}
 	if status == http.StatusOK {
 		var out struct {
@@ -282,6 +311,13 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	copyHeaders(w, hdr)
 	writeJSON(w, status, resp)
+}
+
+// received is how many messages a ReceiveMessage answer holds.
+func received(resp []byte) int {
+	var out struct{ Messages []json.RawMessage }
+	_ = json.Unmarshal(resp, &out)
+	return len(out.Messages)
 }
 
 func (p *Proxy) countEmpty() {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/sqstest"
 )
 
@@ -206,5 +207,47 @@ func TestAMessageCarriesAtMostTenAttributes(t *testing.T) {
 	}})
 	if err != nil || len(out.Failed) != 1 || aws.ToString(out.Failed[0].Id) != "many" || !out.Failed[0].SenderFault {
 		t.Errorf("a batch with an entry of 11 attributes = %+v, %v; want that entry failed as the sender's fault", out, err)
+	}
+}
+
+// TestALongPollAnswersEmptyOnlyWhenItsWaitEnds: two long polls wait on an
+// empty queue and one message comes. SQS answers a long poll with no
+// message only once its wait has ended; fauxqs wakes both, and the one
+// that loses the message would answer empty at once (an empty receive
+// SQS would not bill). Through the proxy the loser waits on, and takes
+// the next message.
+func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
+	px := sqstest.NewProxy(t, sqstest.Options{})
+	c := sqstest.Client(px.URL)
+	url := newQueue(t, c, nil)
+	type result struct {
+		msgs []types.Message
+		err  error
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			msgs, err := receive(t, c, url, 1, 10, 30)
+			results <- result{msgs, err}
+		}()
+	}
+	poll.Until(t, 10*time.Second, "both long polls waiting at the proxy", func() string {
+		if n := px.Answered()["ReceiveMessage"]; n < 2 {
+			return fmt.Sprintf("%d receives arrived", n)
+		}
+		return ""
+	})
+	send(t, c, url, 1)
+	first := <-results
+	if first.err != nil || len(first.msgs) != 1 {
+		t.Fatalf("the first receive to answer: %d messages, %v; want the message", len(first.msgs), first.err)
+	}
+	send(t, c, url, 1)
+	second := <-results
+	if second.err != nil || len(second.msgs) != 1 {
+		t.Errorf("the other long poll answered %d messages (%v); want it to wait on and take the second message", len(second.msgs), second.err)
+	}
+	if n := px.Answered()[sqstest.EmptyReceives]; n != 0 {
+		t.Errorf("%d empty receives answered; want none", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +93,80 @@ func Upstream(t testing.TB) string {
 	return upstream
 }
 
+// started is the fauxqs EndpointOrStart started for a binary without Main.
+var started struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// EndpointOrStart is for tests in a binary without Main (end-to-end tests
+// beside many that need no SQS): the strict proxy in front of the fauxqs
+// Main started or EnvEndpoint names, else in front of one started at the
+// first call and shared by every later one. Call StopStarted from
+// TestMain. Unlike Main it sets no credentials: a test gives the service
+// its own, as an operator would.
+func EndpointOrStart(t testing.TB) string {
+	t.Helper()
+	if endpoint != "" {
+		return endpoint
+	}
+	return startOnce(t).Endpoint
+}
+
+// UpstreamOrStart is fauxqs itself, as EndpointOrStart finds or starts it:
+// for a proxy of the test's own in front of it.
+func UpstreamOrStart(t testing.TB) string {
+	t.Helper()
+	if upstream != "" {
+		return upstream
+	}
+	return startOnce(t).Upstream
+}
+
+func startOnce(t testing.TB) *Server {
+	t.Helper()
+	started.once.Do(func() {
+		if ep := os.Getenv(EnvEndpoint); ep != "" {
+			px, err := StartProxy(ep, Options{})
+			if err != nil {
+				started.err = err
+				return
+			}
+			started.srv = &Server{Endpoint: px.URL, Upstream: ep, Proxy: px}
+			return
+		}
+		started.srv, started.err = Start()
+	})
+	if started.err != nil {
+		t.Fatalf("no SQS test server (fauxqs): %v", started.err)
+	}
+	return started.srv
+}
+
+// StopStarted stops what EndpointOrStart started, if anything.
+func StopStarted() {
+	if s := started.srv; s != nil {
+		if s.cmd == nil { // EnvEndpoint's: only the proxy is ours
+			s.Proxy.Close()
+			return
+		}
+		s.Stop()
+	}
+}
+
+// NewProxyOf starts a strict proxy with opts in front of upstream (as
+// UpstreamOrStart gives it) and stops it when the test ends.
+func NewProxyOf(t testing.TB, upstream string, opts Options) *Proxy {
+	t.Helper()
+	px, err := StartProxy(upstream, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	return px
+}
+
 // NewProxy starts a strict proxy with opts of the test's own in front of
 // the fauxqs Main started (to inject faults, count one test's requests or
 // lower the in-flight limit) and stops it when the test ends.
@@ -100,12 +175,7 @@ func NewProxy(t testing.TB, opts Options) *Proxy {
 	if upstream == "" {
 		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
 	}
-	px, err := StartProxy(upstream, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(px.Close)
-	return px
+	return NewProxyOf(t, upstream, opts)
 }
 
 var seq atomic.Int64

@@ -118,6 +118,49 @@ type CPUCost struct {
 	Names []string
 	Per   []time.Duration // CPU per request of source i; valid when Err[i] is nil
 	Err   []error
+	// Queue is what the service's processes asked of a queue that bills
+	// by request, when they asked anything (nil: nothing, or not read).
+	Queue *QueueRequests
+}
+
+// QueueRequests is what a case's requests cost in requests to a queue
+// that bills by request (SQS), per million of them, summed over every
+// skidata process whose /metrics is read, from the queue adapter's own
+// counters: the billed units, the requests, and the receives that found
+// nothing.
+type QueueRequests struct {
+	Billed, Requests, EmptyReceives float64
+}
+
+// queueCounters are the names of QueueRequests' counters, in its order.
+var queueCounters = []string{"skidata_queue_billed_requests_total", "skidata_queue_requests_total", "skidata_queue_empty_receives_total"}
+
+// MetricsQueue reads queueCounters, each summed over the /metrics of every
+// base.
+func MetricsQueue(client *http.Client, bases []string) func(ctx context.Context) ([]float64, error) {
+	return func(ctx context.Context) ([]float64, error) {
+		sums := make([]float64, len(queueCounters))
+		for _, base := range bases {
+			for i, name := range queueCounters {
+				v, err := ReadCounter(ctx, client, base, name)
+				if err != nil {
+					return nil, err
+				}
+				sums[i] += v
+			}
+		}
+		return sums, nil
+	}
+}
+
+// queueRequests is the queue requests per million of n requests between
+// two readings of MetricsQueue; nil when nothing was asked of a queue.
+func queueRequests(before, after []float64, n int) *QueueRequests {
+	if n < 1 || after[1] <= before[1] {
+		return nil
+	}
+	per := func(i int) float64 { return (after[i] - before[i]) * 1e6 / float64(n) }
+	return &QueueRequests{Billed: per(0), Requests: per(1), EmptyReceives: per(2)}
 }
 
 // Total is the sum over the sources that could be read.
@@ -186,6 +229,9 @@ func (c CPUCost) Print(w io.Writer) {
 		parts = append(parts, fmt.Sprintf("total %.1f", us(c.Total())))
 	}
 	fmt.Fprintf(w, "CPU per request (µs): %s\n", strings.Join(parts, ", "))
+	if q := c.Queue; q != nil {
+		fmt.Fprintf(w, "queue requests per million requests: %.0f billed, %.0f sent, %.0f of them empty receives (every process's own count)\n", q.Billed, q.Requests, q.EmptyReceives)
+	}
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

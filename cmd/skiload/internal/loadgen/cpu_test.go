@@ -3,9 +3,12 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +171,53 @@ func TestCPUMetricsFlagIsNameEqualsURL(t *testing.T) {
 		if _, _, err := ParseCPUMetrics(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestQueueRequestsAreSummedOverEveryProcessPerMillion: the requests to a
+// queue that bills by request are read from every process's /metrics (the
+// API sends, the consumer receives and deletes), summed, and given per
+// million requests of the case; a case that asked nothing of such a queue
+// (RabbitMQ) reports none.
+func TestQueueRequestsAreSummedOverEveryProcessPerMillion(t *testing.T) {
+	var mu sync.Mutex
+	values := map[string][3]float64{} // by process: billed, requests, empty receives
+	serve := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			mu.Lock()
+			v := values[name]
+			mu.Unlock()
+			fmt.Fprintf(w, "# TYPE skidata_queue_billed_requests_total counter\nskidata_queue_billed_requests_total %g\n"+
+				"# TYPE skidata_queue_requests_total counter\nskidata_queue_requests_total{api=\"SendMessage\"} %g\nskidata_queue_requests_total{api=\"GetQueueAttributes\"} 2\n"+
+				"# TYPE skidata_queue_empty_receives_total counter\nskidata_queue_empty_receives_total %g\n", v[0], v[1]-2, v[2])
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	set := func(name string, v [3]float64) { mu.Lock(); values[name] = v; mu.Unlock() }
+	set("api", [3]float64{10, 10, 0})
+	set("consumer", [3]float64{4, 4, 1})
+	read := MetricsQueue(http.DefaultClient, []string{serve("api"), serve("consumer")})
+	before, err := read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set("api", [3]float64{60, 60, 0})      // 50 sends
+	set("consumer", [3]float64{34, 32, 3}) // 28 receives and deletes, one of 64 KiB more, 2 of them empty
+	after, err := read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queueRequests(before, after, 4000)
+	if want := (QueueRequests{Billed: 20_000, Requests: 19_500, EmptyReceives: 500}); q == nil || *q != want {
+		t.Fatalf("queue requests %+v; want %+v per million of the 4,000 requests", q, want)
+	}
+	var b strings.Builder
+	CPUCost{Names: []string{"service"}, Per: []time.Duration{80 * time.Microsecond}, Err: []error{nil}, Queue: q}.Print(&b)
+	if want := "CPU per request (µs): service 80.0\nqueue requests per million requests: 20000 billed, 19500 sent, 500 of them empty receives (every process's own count)\n"; b.String() != want {
+		t.Errorf("printed %q; want %q", b.String(), want)
+	}
+	if q := queueRequests(after, after, 4000); q != nil {
+		t.Errorf("a case that asked nothing of the queue reports %+v; want nothing", q)
 	}
 }

@@ -242,6 +242,9 @@ type target struct {
 	// an empty queue before the CPU is read again, so that the consumer's
 	// and the store's work on the case's rides is counted with it.
 	Queued bool
+	// Queue reads the requests its processes made of a queue that bills
+	// by request (nil: not a skidata service).
+	Queue func(ctx context.Context) ([]float64, error)
 }
 
 // cpuClient reads the CPU sources' /metrics: a connection per reading, so
@@ -256,10 +259,13 @@ func service(c Config) target {
 	t := target{URL: c.URL, Queued: true}
 	client := cpuClient(c)
 	t.CPU = append(t.CPU, MetricsCPU("service", client, c.URL))
+	bases := []string{c.URL}
 	urls, names, _ := ParseCPUMetrics(c.CPUMetrics) // checked by Validate
 	for _, name := range names {
 		t.CPU = append(t.CPU, MetricsCPU(name, client, urls[name]))
+		bases = append(bases, urls[name])
 	}
+	t.Queue = MetricsQueue(client, bases)
 	for _, comm := range strings.Split(c.CPUOf, ",") {
 		if comm = strings.TrimSpace(comm); comm != "" {
 			t.CPU = append(t.CPU, ProcCPU(comm))
@@ -301,8 +307,13 @@ func measure(ctx context.Context, c Config, t target, method string, f func() in
 		_, err := t.CPU[0].Read(ctx)
 		wait = err == nil
 	}
-	return MeasureCPU(ctx, t.CPU, func() int {
-		n := f()
+	var queueBefore []float64
+	if t.Queue != nil {
+		queueBefore, _ = t.Queue(ctx) // nil when unreadable: then not reported
+	}
+	n := 0
+	cost := MeasureCPU(ctx, t.CPU, func() int {
+		n = f()
 		if wait && ctx.Err() == nil {
 			client := NewHTTPClient(1, c.Timeout)
 			_, _ = WaitDrained(ctx, client, t.URL, c.VerifyDeadline) // a failure shows in the report's own drain
@@ -310,6 +321,12 @@ func measure(ctx context.Context, c Config, t target, method string, f func() in
 		}
 		return n
 	})
+	if queueBefore != nil {
+		if after, err := t.Queue(ctx); err == nil {
+			cost.Queue = queueRequests(queueBefore, after, n)
+		}
+	}
+	return cost
 }
 
 func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
