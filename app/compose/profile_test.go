@@ -156,7 +156,8 @@ func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
 		"database-url = postgres://a:xxxxx@h/db (flag)",
 		"store = dynamo-sharded (profile ec2)",
 		"profile = ec2 (env SKI_PROFILE)",
-		"listen = :8080 (default)",
+		"listen = :8080 (profile ec2)", // the load balancer reaches it
+		"role = all (default)",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("missing line %q in:\n%s", want, out)
