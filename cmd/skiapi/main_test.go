@@ -96,8 +96,33 @@ func TestHelpListsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 		t.Fatalf("--help exit code %d", code)
 	}
 	for _, want := range []string{"--listen", "SKI_LISTEN", "--store", "SKI_STORE", "--queue", "--batch-size", "SKI_BATCH_SIZE", "--batch-linger", "--queue-capacity", "--role"} {
-		if !strings.Contains(errs.String(), want) {
-			t.Errorf("help does not mention %s:\n%s", want, errs.String())
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help does not mention %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestHelpAskedForGoesToStdout: help that was asked for is the command's
+// output (`skiapi help | less` shows it), exit 0, nothing on stderr; a
+// usage mistake stays on stderr with exit 2.
+func TestHelpAskedForGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"help"}, {"--help"}, {"-h"}, {"serve", "--help"}, {"--store", "postgres", "--help"},
+		{"migrate", "--help"}, {"seed", "-help"}, {"config", "--help"}, {"version", "--help"},
+		{"tables", "--help"}, {"tables", "create", "--help"}, {"dlq", "list", "--help"},
+		{"resorts", "--help"}, {"resorts", "put", "--help"},
+	} {
+		var out, errs bytes.Buffer
+		code := run(args, &out, &errs)
+		if code != 0 || !strings.HasPrefix(out.String(), "Usage: skiapi") || errs.Len() != 0 {
+			t.Errorf("skiapi %s: exit %d, stdout %.40q, stderr %q; want 0, the usage on stdout, nothing on stderr", strings.Join(args, " "), code, out.String(), errs.String())
+		}
+	}
+	for _, args := range [][]string{{"--no-such-flag"}, {"tables"}, {"dlq", "purge"}} {
+		var out, errs bytes.Buffer
+		code := run(args, &out, &errs)
+		if code != 2 || out.Len() != 0 || errs.Len() == 0 {
+			t.Errorf("skiapi %s: exit %d, stdout %q, stderr %q; want 2 and the reason on stderr only", strings.Join(args, " "), code, out.String(), errs.String())
 		}
 	}
 }
@@ -131,12 +156,12 @@ func TestUsageErrorsAreOneLineWithASuggestion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen :9090?"}},
+		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen 127.0.0.1:9090?"}},
 		{[]string{"--bach-size", "10"}, []string{"--bach-size", "did you mean --batch-size?"}},
 		{[]string{"--amqp-publish-linger", "10ms"}, []string{"--amqp-publish-linger", "not a flag", "did you mean --publish-linger 10ms?"}},
 		{[]string{"--batch-size", "ten"}, []string{`--batch-size "ten"`, "whole number"}},
 		{[]string{"--batch-linger", "5"}, []string{`--batch-linger "5"`, "duration", "5ms"}},
-		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen :8080?"}},
+		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen 127.0.0.1:8080?"}},
 		{[]string{"--listen"}, []string{"--listen", "needs a value"}},
 		{[]string{"migrat"}, []string{`unknown command "migrat"`, `did you mean "migrate"?`}},
 		{[]string{"--store", "postgress"}, []string{`--store "postgress"`, `did you mean "postgres"?`}},
