@@ -218,10 +218,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 }
 
 func seed(args []string, stdout, stderr io.Writer) int {
-	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		n, err := seedStore(ctx, cfg)
-		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
-	})
+	return oneShot("seed", args, stdout, stderr, seedStore)
 }
 
 // oneShot runs a command that does its work and exits, printing what do

@@ -17,7 +17,8 @@ import (
 
 // TestMigrateThenSeedKeepsExistingSeasons runs the two one-shot commands
 // against a fresh schema: migrate reports the version, seed loads the ten
-// demo resorts and, run again, keeps a season added in between.
+// demo resorts and, run again, says it loaded nothing new and keeps a
+// season added in between.
 func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,14 +37,16 @@ func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	if got, want := cmd("migrate"), fmt.Sprintf("schema at version %d", latestMigration(t)); !strings.Contains(got, want) {
 		t.Errorf("migrate printed %q; want %q, the version reached", got, want)
 	}
-	if got := cmd("seed"); !strings.Contains(got, "holds 10 resorts") {
-		t.Errorf("seed printed %q; want 10 resorts", got)
+	if got, want := cmd("seed"), "demo resorts loaded: 10 resorts and 20 seasons added; the store holds 10 resorts\n"; got != want {
+		t.Errorf("seed printed %q; want %q", got, want)
 	}
 	seasons := pgx.Identifier{schema, "resort_seasons"}.Sanitize()
 	if _, err := admin.Exec(ctx, `INSERT INTO `+seasons+` (resort_id, season_id) VALUES (1, 2031)`); err != nil {
 		t.Fatal(err)
 	}
-	cmd("seed")
+	if got, want := cmd("seed"), "demo resorts already loaded, nothing changed; the store holds 10 resorts\n"; got != want {
+		t.Errorf("a second seed printed %q; want %q", got, want)
+	}
 	var kept bool
 	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+seasons+` WHERE resort_id = 1 AND season_id = 2031)`).Scan(&kept); err != nil || !kept {
 		t.Errorf("season 2031 of resort 1 after a second seed: present=%v err=%v; want kept", kept, err)
