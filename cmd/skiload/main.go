@@ -169,7 +169,7 @@ Example (RabbitMQ quorum + PostgreSQL):
   skiload sweep --skiapi bin/skiapi --cpu-of beam.smp,postgres \
     --service-flags "--store postgres --database-url postgres://postgres@127.0.0.1:5432/test --queue rabbitmq" \
     --vary batch-size=100,500,2000 --vary batch-linger=5ms,20ms \
-    --vary publish-linger=0s,5ms --chart sweep.svg --json sweep.json
+    --vary publish-linger=0s,5ms --chart /tmp/sweep.svg --json /tmp/sweep.json
 
 Flags:
 `
