@@ -95,10 +95,13 @@ const (
 	RoleConsumer = "consumer"
 )
 
-// DefaultConfig is the configuration with nothing set: in memory, on :8080.
+// DefaultConfig is the configuration with nothing set: in memory, on
+// 127.0.0.1:8080. The API takes writes unauthenticated, so by default only
+// this machine reaches it; a deployment behind a load balancer listens on
+// every interface (--profile ec2, or --listen :8080).
 func DefaultConfig() Config {
 	return Config{
-		Listen:        ":8080",
+		Listen:        "127.0.0.1:8080",
 		Role:          "all",
 		Store:         "memory",
 		Queue:         "inproc",
@@ -137,7 +140,7 @@ func DefaultConfig() Config {
 // RegisterFlags binds the config's fields to flags on fs, defaults from c.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Profile, "profile", c.Profile, "deployment profile whose defaults to apply before the environment and flags: "+strings.Join(ProfileNames(), "|")+" (empty: none)")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "address the HTTP server listens on")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address the HTTP server listens on (host:port; :8080 is every interface)")
 	fs.StringVar(&c.Role, "role", c.Role, "what this process does: "+strings.Join(Roles, "|")+" (api only publishes, consumer only persists)")
 	fs.StringVar(&c.Store, "store", c.Store, "where rides are kept: "+strings.Join(StoreNames(), "|"))
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue between the API and the persister: "+strings.Join(QueueNames(), "|"))
@@ -262,7 +265,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		msg := fmt.Sprintf("--listen %q is not a host:port address", c.Listen)
 		if c.Listen != "" && strings.Trim(c.Listen, "0123456789") == "" {
-			msg += fmt.Sprintf("; did you mean --listen :%s?", c.Listen)
+			msg += fmt.Sprintf("; did you mean --listen 127.0.0.1:%s?", c.Listen)
 		}
 		return errors.New(msg)
 	}

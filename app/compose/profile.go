@@ -42,6 +42,9 @@ var Profiles = map[string]Profile{
 			// The load balancer is the only way in, and appends the
 			// client's address to X-Forwarded-For.
 			"trust-forwarded-for": "true",
+			// The load balancer reaches the API, and Prometheus every
+			// instance's /metrics, over the instance's own address.
+			"listen": ":8080",
 		},
 		FromEnv: map[string]string{
 			"amqp-url":      "AMQP_URL",

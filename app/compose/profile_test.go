@@ -5,10 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/skidata/skidata/adapters/dynamo"
 )
 
 func parseSources(t *testing.T, args []string, env map[string]string) (Config, Sources, error) {
@@ -156,7 +162,8 @@ func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
 		"database-url = postgres://a:xxxxx@h/db (flag)",
 		"store = dynamo-sharded (profile ec2)",
 		"profile = ec2 (env SKI_PROFILE)",
-		"listen = :8080 (default)",
+		"listen = :8080 (profile ec2)", // the load balancer reaches it
+		"role = all (default)",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("missing line %q in:\n%s", want, out)
@@ -165,10 +172,14 @@ func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
 }
 
 // fakeIMDS answers the two IMDSv2 calls GetRegion makes: a session token,
-// then the instance identity document, which holds the region.
-func fakeIMDS(t *testing.T, region string) string {
+// then the instance identity document, which holds the region. Before
+// each answer it calls before (may be nil) with the request.
+func fakeIMDS(t *testing.T, region string, before func(*http.Request)) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if before != nil {
+			before(r)
+		}
 		switch {
 		case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
 			w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", "21600")
@@ -187,9 +198,12 @@ func fakeIMDS(t *testing.T, region string) string {
 	return srv.URL
 }
 
+// discardLog is a logger whose lines go nowhere.
+var discardLog = slog.New(slog.DiscardHandler)
+
 func TestInstanceRegionComesFromInstanceMetadata(t *testing.T) {
-	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1"))
-	got, err := instanceRegion(context.Background())
+	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1", nil))
+	got, err := instanceRegion(context.Background(), discardLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +211,57 @@ func TestInstanceRegionComesFromInstanceMetadata(t *testing.T) {
 		t.Errorf("region = %q; want eu-north-1", got)
 	}
 }
+
+// TestInstanceRegionIsAnnouncedBeforeItAsks: off EC2 the question waits
+// for its timeout, so before asking the log says what it asks and which
+// settings avoid asking.
+func TestInstanceRegionIsAnnouncedBeforeItAsks(t *testing.T) {
+	var logged strings.Builder
+	announced := make(chan struct{})
+	var once sync.Once
+	log := newLoggerTo(writerFunc(func(p []byte) (int, error) {
+		once.Do(func() { close(announced) })
+		return logged.Write(p)
+	}), Config{LogFormat: "text", LogLevel: "info"})
+	var asked atomic.Int32
+	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1", func(r *http.Request) {
+		asked.Add(1)
+		select {
+		case <-announced:
+		default:
+			t.Errorf("%s %s reached the metadata service before any log line", r.Method, r.URL.Path)
+		}
+	}))
+	if _, err := regionOrInstance(Config{}, log)(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the metadata service was not asked")
+	}
+	for _, want := range []string{"instance metadata", "AWS_REGION", "--dynamo-region", "timeout=" + imdsTimeout.String()} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log %q does not say %q", logged.String(), want)
+		}
+	}
+}
+
+// TestRegionGivenIsNotAskedFor: with a region set nothing is asked and
+// nothing announced.
+func TestRegionGivenIsNotAskedFor(t *testing.T) {
+	var logged strings.Builder
+	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1", func(r *http.Request) {
+		t.Errorf("%s %s asked with the region set", r.Method, r.URL.Path)
+	}))
+	cfg := Config{Dynamo: dynamo.Config{Region: "us-west-2"}}
+	got, err := regionOrInstance(cfg, newLoggerTo(&logged, Config{LogFormat: "text", LogLevel: "info"}))(context.Background())
+	if err != nil || got != "us-west-2" || logged.Len() != 0 {
+		t.Errorf("region %q, err %v, log %q; want us-west-2, no error, no log", got, err, logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // Off EC2 nothing answers at the metadata address: a server here that
 // drops every connection unanswered stands in for it (an address whose
@@ -210,9 +275,29 @@ func TestInstanceRegionMissingFailsNamingTheRegion(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Setenv(envIMDSEndpoint, srv.URL)
-	_, err := instanceRegion(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "region missing") || !strings.Contains(err.Error(), "AWS_REGION") {
+	_, err := instanceRegion(context.Background(), discardLog)
+	if err == nil || !strings.Contains(err.Error(), "region missing") || !strings.Contains(err.Error(), "AWS_REGION") || !strings.Contains(err.Error(), "--dynamo-region") {
 		t.Fatalf("err = %v; want it to say the region is missing and how to set it", err)
+	}
+}
+
+// TestInstanceRegionGivesUpSoonWhenNothingAnswers: off EC2 the metadata
+// address may take the requests and never answer (a firewall that drops
+// them); a start there fails within a few seconds, naming the settings,
+// rather than hanging in its unit's start.
+func TestInstanceRegionGivesUpSoonWhenNothingAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // until the client gives up
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv(envIMDSEndpoint, srv.URL)
+	start := time.Now()
+	_, err := instanceRegion(context.Background(), discardLog)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("gave up after %s; want within 3 s", took.Round(time.Millisecond))
+	}
+	if err == nil || !strings.Contains(err.Error(), "AWS_REGION") || !strings.Contains(err.Error(), "--dynamo-region") {
+		t.Fatalf("err = %v; want it to name AWS_REGION and --dynamo-region", err)
 	}
 }
 

@@ -118,12 +118,12 @@ func configuredRegion(cfg Config) RegionSource {
 }
 
 // regionOrInstance is the ec2 environment's: the flag's, else the region
-// the instance runs in, from the metadata service.
-func regionOrInstance(cfg Config) RegionSource {
+// the instance runs in, from the metadata service (announced on log).
+func regionOrInstance(cfg Config, log *slog.Logger) RegionSource {
 	return func(ctx context.Context) (string, error) {
 		if cfg.Dynamo.Region != "" {
 			return cfg.Dynamo.Region, nil
 		}
-		return instanceRegion(ctx)
+		return instanceRegion(ctx, log)
 	}
 }

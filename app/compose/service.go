@@ -44,7 +44,7 @@ func Build(ctx context.Context, cfg Config) (*Service, func(), error) {
 	}
 	region := configuredRegion(cfg)
 	if cfg.Profile == "ec2" {
-		region = regionOrInstance(cfg)
+		region = regionOrInstance(cfg, NewLogger(cfg))
 	}
 	inject, ok := injectors[cfg.Role]
 	if !ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,11 +26,28 @@ func TestConfigCommandPrintsEffectiveSettingsWithSourcesAndMaskedSecrets(t *test
 		"amqp-url = amqp://skidata:xxxxx@mq:5672/ (flag)\n",
 		"role = consumer (env SKI_ROLE)\n",
 		"store = dynamo-sharded (profile ec2)\n",
+		"listen = :8080 (profile ec2)\n",
 		"batch-size = 500 (default)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestConfigCommandShowsTheLoopbackListenByDefault: with no profile the
+// API is reachable from this machine only, and `skiapi config` says so.
+func TestConfigCommandShowsTheLoopbackListenByDefault(t *testing.T) {
+	for _, v := range []string{"SKI_PROFILE", "SKI_LISTEN"} {
+		t.Setenv(v, "") // restored after the test; absent during it
+		os.Unsetenv(v)
+	}
+	var out, errb strings.Builder
+	if code := run([]string{"config"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "listen = 127.0.0.1:8080 (default)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("missing %q in:\n%s", want, out.String())
 	}
 }
 

@@ -51,9 +51,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "help" || slices.Contains(commands, cmd) && len(args) > 0 && isHelpFlag(args[0]) {
+		// Asked for, the help is the command's output: stdout, exit 0.
+		usage(stdout, newFlagSet(io.Discard))
+		return 0
+	}
 	switch cmd {
 	case "serve":
-		return serve(args, stderr)
+		return serve(args, stdout, stderr)
 	case "migrate":
 		return migrate(args, stdout, stderr)
 	case "seed":
@@ -70,9 +75,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return printConfig(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "skiapi", version)
-		return 0
-	case "help":
-		usage(stderr, newFlagSet(stderr))
 		return 0
 	default:
 		line := fmt.Sprintf("skiapi: unknown command %q", cmd)
@@ -96,11 +98,19 @@ func newFlagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseError reports err from parsing args with fs: the usage for --help
-// (exit 0), otherwise one line naming the flag and a fix (exit 2).
-func parseError(fs *flag.FlagSet, args []string, err error, stderr io.Writer) int {
+// isHelpFlag says whether arg asks for the help (-h, --help), as the flag
+// package reads it.
+func isHelpFlag(arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	return arg != name && (name == "h" || name == "help")
+}
+
+// parseError reports err from parsing args with fs: the usage on stdout
+// for --help (exit 0), otherwise one line on stderr naming the flag and a
+// fix (exit 2).
+func parseError(fs *flag.FlagSet, args []string, err error, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
-		usage(stderr, newFlagSet(stderr))
+		usage(stdout, newFlagSet(io.Discard))
 		return 0
 	}
 	fmt.Fprintln(stderr, "skiapi:", usageLine(fs, args, err))
@@ -170,12 +180,12 @@ func (m maskedWriter) Write(p []byte) (int, error) {
 
 // parseConfig reads the flags every command shares; ok false means return
 // code (0 after --help, 2 for bad usage).
-func parseConfig(args []string, stderr io.Writer) (cfg compose.Config, code int, ok bool) {
-	return parseConfigWith(args, stderr, nil)
+func parseConfig(args []string, stdout, stderr io.Writer) (cfg compose.Config, code int, ok bool) {
+	return parseConfigWith(args, stdout, stderr, nil)
 }
 
 // parseConfigWith is parseConfig with a command's own flags added by extra.
-func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg compose.Config, code int, ok bool) {
+func parseConfigWith(args []string, stdout, stderr io.Writer, extra func(*flag.FlagSet)) (cfg compose.Config, code int, ok bool) {
 	fs := newFlagSet(stderr)
 	if extra != nil {
 		extra(fs)
@@ -183,13 +193,13 @@ func parseConfigWith(args []string, stderr io.Writer, extra func(*flag.FlagSet))
 	fs.SetOutput(io.Discard)
 	cfg, err := compose.ParseConfig(fs, args)
 	if err != nil {
-		return cfg, parseError(fs, args, err, stderr), false
+		return cfg, parseError(fs, args, err, stdout, stderr), false
 	}
 	return cfg, 0, true
 }
 
-func serve(args []string, stderr io.Writer) int {
-	cfg, code, ok := parseConfig(args, stderr)
+func serve(args []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := parseConfig(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -216,10 +226,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 }
 
 func seed(args []string, stdout, stderr io.Writer) int {
-	return oneShot("seed", args, stdout, stderr, func(ctx context.Context, cfg compose.Config) (string, error) {
-		n, err := seedStore(ctx, cfg)
-		return fmt.Sprintf("demo resorts loaded; the store holds %d resorts", n), err
-	})
+	return oneShot("seed", args, stdout, stderr, seedStore)
 }
 
 // oneShot runs a command that does its work and exits, printing what do
@@ -231,7 +238,7 @@ func oneShot(name string, args []string, stdout, stderr io.Writer, do func(conte
 // oneShotWith is oneShot with the command's own flags added by extra. An
 // error app marks as ErrUsage (a flag that does not fit the command) exits 2.
 func oneShotWith(name string, args []string, extra func(*flag.FlagSet), stdout, stderr io.Writer, do func(context.Context, compose.Config) (string, error)) int {
-	cfg, code, ok := parseConfigWith(args, stderr, extra)
+	cfg, code, ok := parseConfigWith(args, stdout, stderr, extra)
 	if !ok {
 		return code
 	}
@@ -330,7 +337,7 @@ func printConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, compose.EffectiveConfig(fs, src))
 	}
 	if err != nil {
-		return parseError(fs, args, err, stderr)
+		return parseError(fs, args, err, stdout, stderr)
 	}
 	return 0
 }

@@ -17,7 +17,8 @@ import (
 
 // TestMigrateThenSeedKeepsExistingSeasons runs the two one-shot commands
 // against a fresh schema: migrate reports the version, seed loads the ten
-// demo resorts and, run again, keeps a season added in between.
+// demo resorts and, run again, says it loaded nothing new and keeps a
+// season added in between.
 func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,14 +37,16 @@ func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	if got, want := cmd("migrate"), fmt.Sprintf("schema at version %d", latestMigration(t)); !strings.Contains(got, want) {
 		t.Errorf("migrate printed %q; want %q, the version reached", got, want)
 	}
-	if got := cmd("seed"); !strings.Contains(got, "holds 10 resorts") {
-		t.Errorf("seed printed %q; want 10 resorts", got)
+	if got, want := cmd("seed"), "demo resorts loaded: 10 resorts and 20 seasons added; the store holds 10 resorts\n"; got != want {
+		t.Errorf("seed printed %q; want %q", got, want)
 	}
 	seasons := pgx.Identifier{schema, "resort_seasons"}.Sanitize()
 	if _, err := admin.Exec(ctx, `INSERT INTO `+seasons+` (resort_id, season_id) VALUES (1, 2031)`); err != nil {
 		t.Fatal(err)
 	}
-	cmd("seed")
+	if got, want := cmd("seed"), "demo resorts already loaded, nothing changed; the store holds 10 resorts\n"; got != want {
+		t.Errorf("a second seed printed %q; want %q", got, want)
+	}
 	var kept bool
 	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+seasons+` WHERE resort_id = 1 AND season_id = 2031)`).Scan(&kept); err != nil || !kept {
 		t.Errorf("season 2031 of resort 1 after a second seed: present=%v err=%v; want kept", kept, err)
@@ -96,8 +99,33 @@ func TestHelpListsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 		t.Fatalf("--help exit code %d", code)
 	}
 	for _, want := range []string{"--listen", "SKI_LISTEN", "--store", "SKI_STORE", "--queue", "--batch-size", "SKI_BATCH_SIZE", "--batch-linger", "--queue-capacity", "--role"} {
-		if !strings.Contains(errs.String(), want) {
-			t.Errorf("help does not mention %s:\n%s", want, errs.String())
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help does not mention %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestHelpAskedForGoesToStdout: help that was asked for is the command's
+// output (`skiapi help | less` shows it), exit 0, nothing on stderr; a
+// usage mistake stays on stderr with exit 2.
+func TestHelpAskedForGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"help"}, {"--help"}, {"-h"}, {"serve", "--help"}, {"--store", "postgres", "--help"},
+		{"migrate", "--help"}, {"seed", "-help"}, {"config", "--help"}, {"version", "--help"},
+		{"tables", "--help"}, {"tables", "create", "--help"}, {"dlq", "list", "--help"},
+		{"resorts", "--help"}, {"resorts", "put", "--help"},
+	} {
+		var out, errs bytes.Buffer
+		code := run(args, &out, &errs)
+		if code != 0 || !strings.HasPrefix(out.String(), "Usage: skiapi") || errs.Len() != 0 {
+			t.Errorf("skiapi %s: exit %d, stdout %.40q, stderr %q; want 0, the usage on stdout, nothing on stderr", strings.Join(args, " "), code, out.String(), errs.String())
+		}
+	}
+	for _, args := range [][]string{{"--no-such-flag"}, {"tables"}, {"dlq", "purge"}} {
+		var out, errs bytes.Buffer
+		code := run(args, &out, &errs)
+		if code != 2 || out.Len() != 0 || errs.Len() == 0 {
+			t.Errorf("skiapi %s: exit %d, stdout %q, stderr %q; want 2 and the reason on stderr only", strings.Join(args, " "), code, out.String(), errs.String())
 		}
 	}
 }
@@ -131,12 +159,12 @@ func TestUsageErrorsAreOneLineWithASuggestion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen :9090?"}},
+		{[]string{"--port", "9090"}, []string{"--port", "not a flag", "did you mean --listen 127.0.0.1:9090?"}},
 		{[]string{"--bach-size", "10"}, []string{"--bach-size", "did you mean --batch-size?"}},
 		{[]string{"--amqp-publish-linger", "10ms"}, []string{"--amqp-publish-linger", "not a flag", "did you mean --publish-linger 10ms?"}},
 		{[]string{"--batch-size", "ten"}, []string{`--batch-size "ten"`, "whole number"}},
 		{[]string{"--batch-linger", "5"}, []string{`--batch-linger "5"`, "duration", "5ms"}},
-		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen :8080?"}},
+		{[]string{"--listen", "8080"}, []string{`--listen "8080"`, "did you mean --listen 127.0.0.1:8080?"}},
 		{[]string{"--listen"}, []string{"--listen", "needs a value"}},
 		{[]string{"migrat"}, []string{`unknown command "migrat"`, `did you mean "migrate"?`}},
 		{[]string{"--store", "postgress"}, []string{`--store "postgress"`, `did you mean "postgres"?`}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skidata/skidata/app"
 	"github.com/skidata/skidata/app/compose"
+	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
 
@@ -75,27 +76,53 @@ func migrateStore(ctx context.Context, cfg compose.Config) (int, error) {
 // seedStore loads the demo resorts into the store cfg names (`skiapi
 // seed`): a PostgreSQL database or a DynamoDB model's resort table, whose
 // tables must exist (`skiapi tables create`). Resorts already there keep
-// their seasons. It returns how many resorts the store holds afterwards.
-func seedStore(ctx context.Context, cfg compose.Config) (int, error) {
+// their seasons. It says what the store gained, compared with what it held
+// before, so a second run says it loaded nothing new.
+func seedStore(ctx context.Context, cfg compose.Config) (string, error) {
 	if err := cfg.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	if err := requireDurableStore(cfg, "seed"); err != nil {
-		return 0, err
+		return "", err
 	}
 	st, closeStore, err := compose.OpenStore(ctx, compose.Deps{Config: cfg})
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer closeStore()
-	if err := app.SeedDemoResorts(ctx, st.Resorts); err != nil {
-		return 0, err
-	}
-	rs, err := st.Resorts.Resorts(ctx)
+	before, err := st.Resorts.Resorts(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("count resorts after seeding: %w", err)
+		return "", fmt.Errorf("list resorts before seeding: %w", err)
 	}
-	return len(rs), nil
+	if err := app.SeedDemoResorts(ctx, st.Resorts); err != nil {
+		return "", err
+	}
+	after, err := st.Resorts.Resorts(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list resorts after seeding: %w", err)
+	}
+	names := make(map[domain.ResortID]string, len(before))
+	seasonsBefore := 0
+	for _, r := range before {
+		names[r.ID], seasonsBefore = r.Name, seasonsBefore+len(r.Seasons)
+	}
+	resorts, seasons, renamed := 0, -seasonsBefore, 0
+	for _, r := range after {
+		seasons += len(r.Seasons)
+		if name, ok := names[r.ID]; !ok {
+			resorts++
+		} else if name != r.Name {
+			renamed++
+		}
+	}
+	if resorts == 0 && seasons == 0 && renamed == 0 {
+		return fmt.Sprintf("demo resorts already loaded, nothing changed; the store holds %d resorts", len(after)), nil
+	}
+	msg := fmt.Sprintf("demo resorts loaded: %d resorts and %d seasons added", resorts, seasons)
+	if renamed > 0 {
+		msg += fmt.Sprintf(", %d resorts given back their demo name", renamed)
+	}
+	return fmt.Sprintf("%s; the store holds %d resorts", msg, len(after)), nil
 }
 
 // requireDurableStore refuses a store that keeps nothing once the command

@@ -43,7 +43,7 @@ func usageLine(fs *flag.FlagSet, args []string, err error) string {
 		if alias, ok := flagAliases[name]; ok {
 			value := valueAfter(args, name)
 			if alias == "listen" && value != "" && isDigits(value) {
-				value = ":" + value
+				value = "127.0.0.1:" + value
 			}
 			return line + fmt.Sprintf("; did you mean --%s %s? (skiapi --help lists the flags)", alias, value)
 		}

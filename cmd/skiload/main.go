@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/skidata/skidata/cmd/internal/cpuclock"
 	"github.com/skidata/skidata/cmd/skiload/internal/loadgen"
 	"github.com/skidata/skidata/cmd/skiload/internal/nemesis"
 )
@@ -140,28 +141,37 @@ func runNemesis(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 }
 
 // runUsage is what `skiload --help` prints before the flags.
-const runUsage = `Usage: skiload [flags]
+var runUsage = fmt.Sprintf(`Usage: skiload [flags]
 
 POSTs random lift rides to the Ski Data API: --phase1-workers start at once;
-when the first of them finishes, --phase2-workers join. Prints successes,
-failures, throughput, latency percentiles, retries and status counts.
+when the first of them finishes, --phase2-workers join (by default 200,000
+rides). --rides N is a simple load instead: N rides from 32 workers (fewer
+below 32 rides) sharing them in one phase, and N GETs a GET case from
+--get-workers workers; it replaces the four --phase* flags and
+--get-requests. Prints successes, failures, throughput, latency
+percentiles, retries and status counts.
 --mode get runs the three GET test cases instead, asking about the skiers
-and days the POST load with the same --seed created (so the answers are
-200s); --mode all runs the POST load, waits for the queue to drain, then
-the GETs. --rate N makes every case open-loop: N requests a second at fixed
-times whatever the answers do, latency from each request's intended start
-(corrected for coordinated omission) in an HDR histogram. --baseline runs
-every case against a trivial net/http server too (skiload starts it as a
-process of its own), for this machine's ceiling. Every case reports the
-CPU each request cost the service (from its /metrics) and the baseline,
-and any process --cpu-of or --cpu-metrics names; measure it open loop at
-a rate below saturation. --verify checks afterwards that the store holds every ride
-answered 201 (exact only on a fresh service: rides already there show as
-"extra", never as lost). Exit 0 all good, 1 failures, requests not sent or
-lost rides, 2 bad usage.
+and days the POST load with the same --seed and --rides (or --phase*
+flags) created, and only those (so the answers are 200s); --mode all runs
+the POST load, waits for the queue to drain, then the GETs. --rate N makes
+every case open-loop: N requests a second at fixed times whatever the
+answers do, latency from each request's intended start (corrected for
+coordinated omission) in an HDR histogram. --baseline runs every case
+against a trivial net/http server too (skiload starts it as a process of
+its own), for this machine's ceiling; a closed-loop pair of runs is called
+a share of that ceiling only when each lasted %s or more. Every case
+reports the CPU each request cost the service (from its /metrics) and the
+baseline, and any process --cpu-of or --cpu-metrics names; measure it open
+loop at a rate below saturation. /proc counts CPU in %s ticks, so a
+case whose CPU difference is under %d ticks (a figure not within %.0f%%)
+prints "n/a (too short to measure: ...)" instead of a number. --verify
+checks afterwards that the store holds every ride answered 201 (exact
+only on a fresh service: rides already there show as "extra", never as
+lost). Exit 0 all good, 1 failures, requests not sent or lost rides, 2
+bad usage.
 
 Flags:
-`
+`, loadgen.MinCeilingWall, cpuclock.Tick, cpuclock.MinTicks, 100.0/cpuclock.MinTicks)
 
 // sweepUsage is what `skiload sweep --help` prints before the flags.
 const sweepUsage = `Usage: skiload sweep --vary flag=v1,v2 [--vary flag=v1,v2 ...] [flags]
@@ -178,7 +188,7 @@ Example (RabbitMQ quorum + PostgreSQL):
   skiload sweep --skiapi bin/skiapi --cpu-of beam.smp,postgres \
     --service-flags "--store postgres --database-url postgres://postgres@127.0.0.1:5432/test --queue rabbitmq" \
     --vary batch-size=100,500,2000 --vary batch-linger=5ms,20ms \
-    --vary publish-linger=0s,5ms --chart sweep.svg --json sweep.json
+    --vary publish-linger=0s,5ms --chart /tmp/sweep.svg --json /tmp/sweep.json
 
 Flags:
 `

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// clockTick is /proc's unit of CPU time (USER_HZ, 100 on every Linux
-// architecture Go runs on).
-const clockTick = 10 * time.Millisecond
+	"github.com/skidata/skidata/cmd/internal/cpuclock"
+)
 
 // processCPU sums the CPU time (user and system, plus that of reaped
 // children) of every process whose command name is comm, from
@@ -40,7 +38,7 @@ func processCPU(comm string) (total time.Duration, ok bool) {
 		}
 		for _, v := range f[11:15] {
 			n, _ := strconv.ParseInt(v, 10, 64)
-			total += time.Duration(n) * clockTick
+			total += time.Duration(n) * cpuclock.Tick
 		}
 		ok = true
 	}

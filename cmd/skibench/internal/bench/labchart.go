@@ -50,8 +50,8 @@ func labRows(rs []Report, t Traffic) []labRow {
 		perReport[i] = map[string]labRow{}
 		for _, res := range r.Results {
 			p, ok := plans[res.Store]
-			if !ok {
-				continue // memory, or postgres with no CPU measured
+			if !ok || p.Unpriced != "" {
+				continue // memory, or postgres with no CPU measured: nothing to draw
 			}
 			if !slices.Contains(stores, res.Store) {
 				stores = append(stores, res.Store)

@@ -191,6 +191,11 @@ type ModelPlan struct {
 	VCPUs                   float64
 	InstancePeak            float64
 	CPUPerRide, CPUPerQuery time.Duration
+	// QueryCPUNot says why the queries' CPU is left out of the sizing.
+	QueryCPUNot string
+	// Unpriced says why a model has no figures (PostgreSQL without a CPU
+	// a ride to size an instance from); its row says so.
+	Unpriced string
 }
 
 // OnDemand is the month's on-demand bill.
@@ -199,6 +204,9 @@ func (p ModelPlan) OnDemand() float64 { return p.OnDemandWrites + p.OnDemandRead
 // Monthly is what the model costs a month in its cheaper mode (DynamoDB)
 // or on its instance (PostgreSQL); +Inf when no listed instance fits.
 func (p ModelPlan) Monthly() float64 {
+	if p.Unpriced != "" {
+		return math.Inf(1)
+	}
 	if p.CPUPerRide > 0 || p.Instance != "" {
 		if p.Instance == "" {
 			return math.Inf(1)
@@ -211,6 +219,9 @@ func (p ModelPlan) Monthly() float64 {
 // Ceiling is the peak rate it takes before throttling (DynamoDB) or before
 // the chosen instance passes RDSHeadroom (PostgreSQL).
 func (p ModelPlan) Ceiling() (float64, string) {
+	if p.Unpriced != "" {
+		return 0, "not priced"
+	}
 	if p.CPUPerRide > 0 {
 		if p.Instance == "" {
 			return 0, "no listed instance"
@@ -278,7 +289,9 @@ func PlanPostgres(store string, perRide, perQuery time.Duration, t Traffic) Mode
 
 // Plan answers t for every store of a report with units (DynamoDB) or a
 // server CPU measurement (PostgreSQL, or the given CPU figures when
-// non-zero).
+// non-zero). A PostgreSQL run without a CPU a ride (too short to measure,
+// or its server not on the measuring machine) gets a plan that says why
+// it is not priced, never no plan.
 func Plan(r Report, t Traffic, pgPerRide, pgPerQuery time.Duration) []ModelPlan {
 	var out []ModelPlan
 	for _, res := range r.Results {
@@ -293,9 +306,19 @@ func Plan(r Report, t Traffic, pgPerRide, pgPerQuery time.Duration) []ModelPlan 
 			if perQuery == 0 {
 				perQuery = time.Duration(res.ServerCPUPerQueryUS * float64(time.Microsecond))
 			}
-			if perRide > 0 {
-				out = append(out, PlanPostgres(res.Store, perRide, perQuery, t))
+			if perRide == 0 {
+				why := res.ServerCPUPerRideNot
+				if why == "" {
+					why = "no PostgreSQL process was on this machine during the run"
+				}
+				out = append(out, ModelPlan{Store: res.Store, Unpriced: "no server CPU a ride to size an instance from (" + why + "): rerun with more --rides, or give --pg-cpu-per-ride"})
+				continue
 			}
+			p := PlanPostgres(res.Store, perRide, perQuery, t)
+			if perQuery == 0 && res.ServerCPUPerQueryNot != "" {
+				p.QueryCPUNot = res.ServerCPUPerQueryNot
+			}
+			out = append(out, p)
 		}
 	}
 	return out

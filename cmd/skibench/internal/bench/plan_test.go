@@ -158,3 +158,40 @@ func TestPlanCommandAnswersFromASavedReport(t *testing.T) {
 		t.Errorf("plan without --units: exit %d; want 2", code)
 	}
 }
+
+// TestPlanShowsPostgresRowOfAShortRun: a run too short to measure
+// PostgreSQL's CPU a ride (or one whose server was not on the machine)
+// still gets its row, saying why it is not priced and what to do; it is
+// never the cheapest. A run whose queries alone were too short is priced
+// from the rides and says the queries were left out.
+func TestPlanShowsPostgresRowOfAShortRun(t *testing.T) {
+	short := "loading 2000 rides: too short to measure: 0 ticks of 10ms of CPU; a figure needs 20 or more, to be within 5%"
+	for _, c := range []struct {
+		res  Result
+		want []string
+	}{
+		{Result{Store: "postgres", Rides: 2000, ServerCPUPerRideNot: short}, []string{"| postgres | — | — | not priced: no server CPU a ride to size an instance from (" + short + "): rerun with more --rides, or give --pg-cpu-per-ride |"}},
+		{Result{Store: "postgres", Rides: 2000}, []string{"| postgres | — | — | not priced: no server CPU a ride to size an instance from (no PostgreSQL process was on this machine during the run)"}},
+		{Result{Store: "postgres", Rides: 2000, ServerCPUPerRideUS: 27, ServerCPUPerQueryNot: "asking 1000 queries: too short to measure: 5 ticks"},
+			[]string{"RDS db.t4g.medium", "from 27µs a ride and no CPU (asking 1000 queries: too short to measure: 5 ticks: the queries left out) a query"}},
+	} {
+		r := Report{Command: "skibench --rides 2000", DataSet: DefaultDataSet(), Results: []Result{{Store: "memory", Rides: 2000}, adoptedLike, c.res}}
+		plans := Plan(r, handTraffic, 0, 0)
+		var out bytes.Buffer
+		WritePlan(&out, r, handTraffic, plans)
+		for _, want := range c.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("plan of %+v lacks %q:\n%s", c.res, want, out.String())
+			}
+		}
+		if best, ok := Cheapest(plans, handTraffic); !ok || (c.res.ServerCPUPerRideUS == 0 && best.Store == "postgres") {
+			t.Errorf("cheapest of %+v: %s, %v; want a priced model", c.res, best.Store, ok)
+		}
+	}
+	r := Report{Command: "skibench --stores memory,postgres --rides 2000", DataSet: DefaultDataSet(), Results: []Result{{Store: "memory"}, {Store: "postgres", ServerCPUPerRideNot: short}}}
+	var out bytes.Buffer
+	WritePlan(&out, r, handTraffic, Plan(r, handTraffic, 0, 0))
+	if !strings.Contains(out.String(), "not priced") || !strings.Contains(out.String(), "No model here is priced (the rows say why).") {
+		t.Errorf("a report whose only model is not priced:\n%s", out.String())
+	}
+}

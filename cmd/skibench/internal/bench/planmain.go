@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -152,13 +153,21 @@ func WritePlan(w io.Writer, r Report, t Traffic, plans []ModelPlan) {
 	fmt.Fprintf(w, "|---|---:|---:|---|---:|---|---:|\n")
 	for _, p := range plans {
 		ceil, what := p.Ceiling()
+		if p.Unpriced != "" {
+			fmt.Fprintf(w, "| %s | — | — | not priced: %s | — | — | — |\n", p.Store, p.Unpriced)
+			continue
+		}
 		if p.CPUPerRide > 0 {
 			inst := "no listed instance"
 			if p.Instance != "" {
 				inst = fmt.Sprintf("RDS %s %s", p.Instance, usd(p.InstanceUSD))
 			}
+			perQuery := p.CPUPerQuery.Round(100 * time.Nanosecond).String()
+			if p.QueryCPUNot != "" {
+				perQuery = "no CPU (" + p.QueryCPUNot + ": the queries left out)"
+			}
 			fmt.Fprintf(w, "| %s | — | — | %s (estimate: %.2g vCPU at the peak from %s a ride and %s a query of local server CPU, %.0f%% headroom) | %s | %s | — |\n",
-				p.Store, inst, p.VCPUs, p.CPUPerRide.Round(100*time.Nanosecond), p.CPUPerQuery.Round(100*time.Nanosecond), 100*RDSHeadroom, rate(ceil), what)
+				p.Store, inst, p.VCPUs, p.CPUPerRide.Round(100*time.Nanosecond), perQuery, 100*RDSHeadroom, rate(ceil), what)
 			continue
 		}
 		mode := "on demand"
@@ -177,8 +186,10 @@ func WritePlan(w io.Writer, r Report, t Traffic, plans []ModelPlan) {
 			how = "provisioned"
 		}
 		fmt.Fprintf(w, "\nCheapest that takes the peak: **%s**, %s a month (%s).\n", best.Store, usd(best.Monthly()), how)
-	} else {
+	} else if slices.ContainsFunc(plans, func(p ModelPlan) bool { return p.Unpriced == "" }) {
 		fmt.Fprintf(w, "\nNo model here takes a peak of %s rides/s: raise the table quota, shard the hot key or batch the peak.\n", count(t.PeakRides))
+	} else {
+		fmt.Fprintf(w, "\nNo model here is priced (the rows say why).\n")
 	}
 	fmt.Fprintf(w, "\nDynamoDB: us-east-1 list prices (on demand $%.3f a million write and $%.3f a million read units; provisioned $%.5f a WCU-hour and $%.5f an RCU-hour; "+
 		"aws.amazon.com/dynamodb/pricing, after the November 2024 cut), provisioned capacity held at the peak all month, a month of 30 days; "+

@@ -55,6 +55,14 @@ func num(f float64) string {
 	}
 }
 
+// cpuFigure is a CPU figure in µs, or n/a and why it was not measured.
+func cpuFigure(us float64, not string) string {
+	if not != "" {
+		return "n/a (" + not + ")"
+	}
+	return num(us) + " µs"
+}
+
 func orDash(dynamo bool, s string) string {
 	if !dynamo {
 		return "—"
@@ -93,8 +101,9 @@ func (r Report) WriteMarkdown(w io.Writer) {
 				fmt.Fprintf(w, "| requests throttled by the throughput model | %d |\n", res.Throttled)
 			}
 		}
-		if res.ServerCPUPerRideUS > 0 {
-			fmt.Fprintf(w, "| server CPU a ride / a query (its processes on this machine, /proc) | %s / %s µs |\n", num(res.ServerCPUPerRideUS), num(res.ServerCPUPerQueryUS))
+		if res.ServerCPUPerRideUS > 0 || res.ServerCPUPerRideNot != "" || res.ServerCPUPerQueryNot != "" {
+			fmt.Fprintf(w, "| server CPU a ride / a query (its processes on this machine, /proc) | %s / %s |\n",
+				cpuFigure(res.ServerCPUPerRideUS, res.ServerCPUPerRideNot), cpuFigure(res.ServerCPUPerQueryUS, res.ServerCPUPerQueryNot))
 		}
 		if res.ClientCPUPerRideUS > 0 {
 			fmt.Fprintf(w, "| skibench's CPU a ride (the adapter's side) | %s µs |\n", num(res.ClientCPUPerRideUS))

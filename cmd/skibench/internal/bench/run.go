@@ -11,6 +11,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/dynamo"
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
+	"github.com/skidata/skidata/cmd/internal/cpuclock"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 )
@@ -96,9 +97,15 @@ type Result struct {
 	// /proc: everything those processes did meanwhile, this run's or not.
 	// ClientCPUPerRideUS is skibench's own CPU per ride during the load
 	// (the adapter's side: encoding, the driver).
-	ServerCPUPerRideUS  float64 `json:"server_cpu_us_per_ride,omitempty"`
-	ServerCPUPerQueryUS float64 `json:"server_cpu_us_per_query,omitempty"`
-	ClientCPUPerRideUS  float64 `json:"client_cpu_us_per_ride,omitempty"`
+	// A figure the server's processes were found for but whose CPU
+	// difference spanned too few of /proc's ticks is left out, and
+	// ServerCPUPerRideNot or ServerCPUPerQueryNot says so
+	// (cpuclock.Check).
+	ServerCPUPerRideUS   float64 `json:"server_cpu_us_per_ride,omitempty"`
+	ServerCPUPerQueryUS  float64 `json:"server_cpu_us_per_query,omitempty"`
+	ServerCPUPerRideNot  string  `json:"server_cpu_per_ride_not_measured,omitempty"`
+	ServerCPUPerQueryNot string  `json:"server_cpu_per_query_not_measured,omitempty"`
+	ClientCPUPerRideUS   float64 `json:"client_cpu_us_per_ride,omitempty"`
 	// Throttled counts the requests the throughput model refused (with
 	// --throughput-model).
 	Throttled  int64  `json:"throttled,omitempty"`
@@ -191,7 +198,11 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 	if t.ServerProcess != "" && len(rides) > 0 {
 		res.ClientCPUPerRideUS = micros(selfCPU()-client0) / float64(len(rides))
 		if serverOK {
-			res.ServerCPUPerRideUS = micros(server1-server0) / float64(len(rides))
+			if err := cpuclock.Check(server1 - server0); err != nil {
+				res.ServerCPUPerRideNot = fmt.Sprintf("loading %d rides: %v", len(rides), err)
+			} else {
+				res.ServerCPUPerRideUS = micros(server1-server0) / float64(len(rides))
+			}
 		}
 	}
 	res.WriteSeconds = elapsed.Seconds()
@@ -216,7 +227,11 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 	}
 	res.ReadCalls = len(queries)
 	if server2, ok := processCPU(t.ServerProcess); ok && serverOK && len(queries) > 0 {
-		res.ServerCPUPerQueryUS = micros(server2-server1) / float64(len(queries))
+		if err := cpuclock.Check(server2 - server1); err != nil {
+			res.ServerCPUPerQueryNot = fmt.Sprintf("asking %d queries: %v", len(queries), err)
+		} else {
+			res.ServerCPUPerQueryUS = micros(server2-server1) / float64(len(queries))
+		}
 	}
 	for kind, ds := range perKind {
 		slices.Sort(ds)

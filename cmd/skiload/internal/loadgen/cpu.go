@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
+
+	"github.com/skidata/skidata/cmd/internal/cpuclock"
 )
 
 // CPUSource reads the CPU time (user + system) one process, or a group of
@@ -185,7 +187,9 @@ func (c CPUCost) Measured() bool {
 }
 
 // MeasureCPU reads every source, runs f, reads them again and divides
-// each difference by the number of requests f reports.
+// each difference by the number of requests f reports. A difference of
+// too few clock ticks gives no figure: its source's error says the run
+// was too short to measure (cpuclock.Check).
 func MeasureCPU(ctx context.Context, sources []CPUSource, f func() int) CPUCost {
 	before := make([]time.Duration, len(sources))
 	errs := make([]error, len(sources))
@@ -206,6 +210,10 @@ func MeasureCPU(ctx context.Context, sources []CPUSource, f func() int) CPUCost 
 		case n < 1:
 			cost.Err[i] = errors.New("no request answered")
 		default:
+			if err := cpuclock.Check(after - before[i]); err != nil {
+				cost.Err[i] = err
+				continue
+			}
 			cost.Per[i] = (after - before[i]) / time.Duration(n)
 		}
 	}

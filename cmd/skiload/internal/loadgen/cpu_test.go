@@ -77,6 +77,30 @@ func TestMeasureCPUDividesEachSourcesUseByTheRequestsSent(t *testing.T) {
 	}
 }
 
+// TestMeasureCPUMarksAFewTicksTooShortToMeasure: /proc counts CPU in
+// 10 ms ticks, so a case whose CPU difference is a few ticks gives no
+// figure per request: it is marked too short, and the total and the
+// comparison leave it out, rather than printing a tick divided by the
+// requests as microseconds.
+func TestMeasureCPUMarksAFewTicksTooShortToMeasure(t *testing.T) {
+	cost := MeasureCPU(context.Background(), []CPUSource{
+		fakeCPU("service", time.Second, 1030*time.Millisecond),  // 3 ticks
+		fakeCPU("consumer", time.Second, 1190*time.Millisecond), // 19 ticks
+		fakeCPU("postgres", time.Second, 1200*time.Millisecond), // 20 ticks: 200 ms over 1000 requests
+	}, func() int { return 1000 })
+	var b strings.Builder
+	cost.Print(&b)
+	want := "CPU per request (µs): service n/a (too short to measure: 3 ticks of 10ms of CPU; a figure needs 20 or more, to be within 5%), " +
+		"consumer n/a (too short to measure: 19 ticks of 10ms of CPU; a figure needs 20 or more, to be within 5%), postgres 200.0, total 200.0\n"
+	if b.String() != want {
+		t.Errorf("printed %q;\nwant    %q", b.String(), want)
+	}
+	short := MeasureCPU(context.Background(), []CPUSource{fakeCPU("service", time.Second, 1010*time.Millisecond)}, func() int { return 1000 })
+	if short.Measured() || cpuCell(short) != "n/a" || cpuRatioCell(cost, short) != "n/a" {
+		t.Errorf("a case of one tick: measured %v, cell %q, ratio %q; want not measured, n/a, n/a", short.Measured(), cpuCell(short), cpuRatioCell(cost, short))
+	}
+}
+
 // burn spends CPU in this process until it has used d more.
 func burn(t *testing.T, d time.Duration) {
 	self := PidCPU("self", os.Getpid())
@@ -132,27 +156,24 @@ func TestBaselineRunsInAProcessOfItsOwn(t *testing.T) {
 	if b.PID == os.Getpid() || b.PID <= 0 {
 		t.Fatalf("baseline pid %d; want another process than this one (%d)", b.PID, os.Getpid())
 	}
-	cost := MeasureCPU(context.Background(), []CPUSource{PidCPU("baseline", b.PID)}, func() int {
-		client := NewHTTPClient(1, 10*time.Second)
-		defer client.CloseIdleConnections()
-		for range 200 {
-			req, err := postRequest(httpapi.ServerURL(b.URL), Ride{ResortID: 1, Season: 2024, Day: 1, SkierID: 1, Time: 1, LiftID: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
-				t.Fatalf("baseline answered %d; want 201", resp.StatusCode)
-			}
+	client := NewHTTPClient(1, 10*time.Second)
+	defer client.CloseIdleConnections()
+	for range 200 {
+		req, err := postRequest(httpapi.ServerURL(b.URL), Ride{ResortID: 1, Season: 2024, Day: 1, SkierID: 1, Time: 1, LiftID: 1})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 200
-	})
-	if cost.Err[0] != nil {
-		t.Errorf("baseline CPU unreadable: %v", cost.Err[0])
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("baseline answered %d; want 201", resp.StatusCode)
+		}
+	}
+	if _, err := PidCPU("baseline", b.PID).Read(context.Background()); err != nil {
+		t.Errorf("baseline CPU unreadable: %v", err)
 	}
 	b.Stop()
 	if _, err := os.Stat("/proc/" + itoa(int32(b.PID)) + "/stat"); err == nil {

@@ -114,6 +114,75 @@ func TestPhasesSendExactlyTheTotal(t *testing.T) {
 	}
 }
 
+// TestRidesIsExactlyThatManyRidesAndGETs: --rides N sends exactly N
+// rides from up to 32 workers in one phase, whatever N's divisors, and
+// each GET case N GETs shared by the GET workers; the GET cases then ask
+// about those N rides only.
+func TestRidesIsExactlyThatManyRidesAndGETs(t *testing.T) {
+	for _, n := range []int{1, 5, 31, 32, 33, 997, 1000} {
+		c := DefaultConfig()
+		c.Rides = n
+		if err := c.Validate(); err != nil {
+			t.Fatalf("--rides %d: %v", n, err)
+		}
+		phases := c.postPhases()
+		if phases.Phase1Workers != min(n, 32) || phases.Phase2Workers != 0 {
+			t.Errorf("--rides %d: %+v; want one phase of %d workers", n, phases, min(n, 32))
+		}
+		var sent atomic.Int64
+		rides := NewGenerator(c.Seed, c.Ranges).Feed(context.Background(), c.PostCount())
+		res := phases.Run(context.Background(), rides, func(context.Context, Ride) Result { sent.Add(1); return Result{} }, nil)
+		if sent.Load() != int64(n) || len(res) != n {
+			t.Errorf("--rides %d: sent %d, results %d; want %d", n, sent.Load(), len(res), n)
+		}
+		workers, total := c.getShape()
+		var calls atomic.Int64
+		got := Repeat(context.Background(), workers, total, func(context.Context, int) Result { calls.Add(1); return Result{} }, nil)
+		if workers != min(n, 100) || total != n || calls.Load() != int64(n) || len(got) != n {
+			t.Errorf("--rides %d: GET case of %d workers, %d requests, %d calls; want %d workers and %d calls", n, workers, total, calls.Load(), min(n, 100), n)
+		}
+		if known := Known(c.Seed, c.Ranges, c.PostCount()); len(known) != n {
+			t.Errorf("--rides %d: the GETs ask about %d rides; want the %d the load sent", n, len(known), n)
+		}
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.Rides = -1 },
+		func(c *Config) { c.Rides = 100; c.Phases.Phase1Workers = 4 },
+		func(c *Config) { c.Rides = 100; c.GetRequests = 5 },
+		func(c *Config) { c.Rides = 100; c.Rate = 100 },
+	} {
+		c := DefaultConfig()
+		bad(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--rides") {
+			t.Errorf("%+v: err %v; want a usage error naming --rides", c, err)
+		}
+	}
+}
+
+// TestCeilingIsClaimedOnlyFromRunsLongEnough: the share of this
+// machine's HTTP ceiling is said only when both runs lasted long enough
+// for it to mean something; a short pair gives the throughputs and says
+// why there is no share (a short run once read 164% of the ceiling).
+func TestCeilingIsClaimedOnlyFromRunsLongEnough(t *testing.T) {
+	for _, c := range []struct {
+		base, svc time.Duration
+		want      string
+	}{
+		{20 * time.Second, 25 * time.Second, "baseline 10000 req/s, service 8000 req/s: the service reaches 80% of this machine's HTTP ceiling\n"},
+		{100 * time.Millisecond, 25 * time.Second, "baseline 10000 req/s, service 8000 req/s in runs of 100ms and 25s: too short to say what share of this machine's HTTP ceiling the service reaches (it takes runs of 5s or more each)\n"},
+		{20 * time.Second, 4 * time.Second, "in runs of 20s and 4s: too short"},
+	} {
+		var b strings.Builder
+		printCeiling(&b, Summary{Throughput: 10000, Wall: c.base}, Summary{Throughput: 8000, Wall: c.svc})
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("runs of %s and %s printed %q; want %q", c.base, c.svc, b.String(), c.want)
+		}
+		if long := min(c.base, c.svc) >= MinCeilingWall; long != strings.Contains(b.String(), "% of this machine's HTTP ceiling") {
+			t.Errorf("runs of %s and %s printed %q: a share of the ceiling only from runs of %s or more", c.base, c.svc, b.String(), MinCeilingWall)
+		}
+	}
+}
+
 // scripted answers the statuses in order, then 201.
 func scripted(t *testing.T, answers ...func(w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
 	var n atomic.Int64

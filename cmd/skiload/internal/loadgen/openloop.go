@@ -379,22 +379,32 @@ func PrintComparison(w io.Writer, rate float64, cases []string, service, baselin
 	behind := false
 	for i, name := range cases {
 		s, b := service[i], baseline[i]
-		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8s %8s %6.2fx %8.2f%% %6.2f%%/%.2f%%\n", name,
+		fmt.Fprintf(w, "%-34s %8s %8s %6.2fx %8s %8s %6.2fx %8s %8s %7s %8.2f%% %6.2f%%/%.2f%%\n", name,
 			ms(s.P50), ms(b.P50), ratio(s.P50, b.P50), ms(s.P99), ms(b.P99), ratio(s.P99, b.P99),
-			cpuCell(s.CPU), cpuCell(b.CPU), ratio(s.CPU.Total(), b.CPU.Total()), 100*s.Share(wantStatus(s.Method)),
+			cpuCell(s.CPU), cpuCell(b.CPU), cpuRatioCell(s.CPU, b.CPU), 100*s.Share(wantStatus(s.Method)),
 			100*s.LateShare(), 100*b.LateShare())
 		behind = behind || s.LateShare() > LateWarn || b.LateShare() > LateWarn
 	}
-	fmt.Fprintf(w, "(ms; CPU: µs per request, the service's total over every measured process; ok share: answers with the case's status, 201 for the POST, 200 for the GETs; late: sent more than %s after the intended start)\n", LateAfter)
+	fmt.Fprintf(w, "(ms; CPU: µs per request, the service's total over every measured process, n/a when none could be measured; ok share: answers with the case's status, 201 for the POST, 200 for the GETs; late: sent more than %s after the intended start)\n", LateAfter)
 	if behind {
 		fmt.Fprintf(w, "WARNING: more than %.0f%% of some case's requests went out late: the client did not hold the rate (a busy machine, or --max-inflight too low), so those latencies include the client's own backlog\n", 100*LateWarn)
 	}
 }
 
-// cpuCell is a cost's total in µs, or n/a when no source could be read.
+// cpuCell is a cost's total in µs, or n/a when no source could be
+// measured (unreadable, or the case too short).
 func cpuCell(c CPUCost) string {
 	if !c.Measured() {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", us(c.Total()))
+}
+
+// cpuRatioCell is the service's cost over the baseline's, or n/a when
+// either was not measured.
+func cpuRatioCell(service, baseline CPUCost) string {
+	if !service.Measured() || !baseline.Measured() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", ratio(service.Total(), baseline.Total()))
 }

@@ -105,16 +105,21 @@ func (p Phases) Run(ctx context.Context, rides <-chan Ride, send Send, done func
 	return all
 }
 
-// Repeat runs workers × requests calls of one request function (the GET
-// test cases); the function gets the worker's index for its own random source.
-func Repeat(ctx context.Context, workers, requests int, call func(ctx context.Context, worker int) Result, done func(Result)) []Result {
+// Repeat runs total calls of one request function (the GET test cases),
+// shared by workers (the first total mod workers of them make one more);
+// the function gets the worker's index for its own random source.
+func Repeat(ctx context.Context, workers, total int, call func(ctx context.Context, worker int) Result, done func(Result)) []Result {
 	var (
 		mu  sync.Mutex
-		all = make([]Result, 0, workers*requests)
+		all = make([]Result, 0, total)
 		wg  sync.WaitGroup
 	)
 	wg.Add(workers)
 	for w := range workers {
+		requests := total / workers
+		if w < total%workers {
+			requests++
+		}
 		go func() {
 			defer wg.Done()
 			local := make([]Result, 0, requests)

@@ -33,6 +33,7 @@ type Config struct {
 	Seed           uint64
 	Ranges         Ranges
 	Phases         Phases
+	Rides          int // > 0: the simple load (--rides), that many rides in place of the phases and as many GETs a case in place of GetRequests
 	GetWorkers     int
 	GetRequests    int
 	Retry          RetryPolicy
@@ -89,6 +90,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		c.Ranges.Season = int32(n)
 		return err
 	})
+	fs.IntVar(&c.Rides, "rides", c.Rides, fmt.Sprintf("a simple load of this many rides, in place of the four --phase* flags: one phase of %d workers (fewer below %d rides) sharing them; each GET case then sends as many GETs, from --get-workers workers sharing them, in place of --get-requests; --mode get with the same --seed and --rides asks about exactly the skiers such a load wrote (0: the phases)", ridesWorkers, ridesWorkers))
 	fs.IntVar(&c.Phases.Phase1Workers, "phase1-workers", c.Phases.Phase1Workers, "POST workers started at once")
 	fs.IntVar(&c.Phases.Phase1Requests, "phase1-requests", c.Phases.Phase1Requests, "POSTs each phase-1 worker sends")
 	fs.IntVar(&c.Phases.Phase2Workers, "phase2-workers", c.Phases.Phase2Workers, "POST workers started when the first phase-1 worker finishes")
@@ -139,14 +141,40 @@ func (c Config) loadClient(workers int) *http.Client {
 	return NewHTTPClient(workers, c.Timeout)
 }
 
+// ridesWorkers is how many workers share a --rides load: the default
+// load's phase 1.
+const ridesWorkers = 32
+
+// postPhases is the POST load's shape: the phases, or for --rides N one
+// phase of up to ridesWorkers workers sharing the N rides (a worker stops
+// when the generator's N rides are gone, so the load is exactly N).
+func (c Config) postPhases() Phases {
+	if c.Rides == 0 {
+		return c.Phases
+	}
+	w := min(c.Rides, ridesWorkers)
+	return Phases{Phase1Workers: w, Phase1Requests: (c.Rides + w - 1) / w}
+}
+
+// getShape is a closed-loop GET case's workers and requests in all.
+func (c Config) getShape() (workers, requests int) {
+	if c.Rides > 0 {
+		return min(c.GetWorkers, c.Rides), c.Rides
+	}
+	return c.GetWorkers, c.GetWorkers * c.GetRequests
+}
+
 // RateCount is how many requests an open-loop case sends.
 func (c Config) RateCount() int { return int(c.Rate * c.Duration.Seconds()) }
 
 // PostCount is how many rides the POST load sends: the GET cases ask about
 // the first PostCount rides of the seed's sequence.
 func (c Config) PostCount() int {
-	if c.Rate > 0 {
+	switch {
+	case c.Rate > 0:
 		return c.RateCount()
+	case c.Rides > 0:
+		return c.Rides
 	}
 	return c.Phases.Total()
 }
@@ -167,6 +195,9 @@ func (c Config) Validate() error {
 	}
 	if c.GetWorkers < 1 || c.GetRequests < 1 {
 		return fmt.Errorf("--get-workers and --get-requests must be at least 1")
+	}
+	if err := c.validateRides(); err != nil {
+		return err
 	}
 	if c.Retry.Retries < 0 || c.Retry.Base < 0 || c.Retry.Max < c.Retry.Base {
 		return fmt.Errorf("--retries must be ≥ 0 and --backoff-max ≥ --backoff-base ≥ 0")
@@ -202,6 +233,23 @@ func (c Config) Validate() error {
 	}
 	if c.Mode == "all" && (c.CSV != "" || c.Chart != "") {
 		return fmt.Errorf("--csv and --chart record one kind of request: use --mode post or --mode get")
+	}
+	return nil
+}
+
+// validateRides refuses a --rides that cannot be meant: negative, or
+// beside the flags it replaces or the open loop's own count.
+func (c Config) validateRides() error {
+	d := DefaultConfig()
+	switch {
+	case c.Rides < 0:
+		return fmt.Errorf("--rides %d: want a number of rides, or 0 for the phases", c.Rides)
+	case c.Rides == 0:
+		return nil
+	case c.Phases != d.Phases || c.GetRequests != d.GetRequests:
+		return fmt.Errorf("--rides replaces the four --phase* flags and --get-requests: give one or the other")
+	case c.Rate > 0:
+		return fmt.Errorf("--rides sets the closed loop's load; with --rate each case sends --rate × --duration requests")
 	}
 	return nil
 }
@@ -364,7 +412,7 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		printCeiling(stdout, baseline, s)
 	}
 	code := ExitOK
-	if s.Failed > 0 || len(res) < c.Phases.Total() {
+	if s.Failed > 0 || len(res) < c.PostCount() {
 		code = ExitFailed
 	}
 	if err := writeOutputs(c, "POST", res); err != nil {
@@ -388,18 +436,34 @@ func runPost(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	return code
 }
 
+// MinCeilingWall is the shortest closed-loop run, the baseline's and the
+// service's each, whose throughputs are compared as a share of this
+// machine's HTTP ceiling: in a shorter one the workers' start and the
+// last stragglers weigh enough to put the service above its own ceiling.
+const MinCeilingWall = 5 * time.Second
+
+// printCeiling compares the service's closed-loop run with the baseline's:
+// the share of the ceiling only from runs of MinCeilingWall or more, the
+// CPU per request only when both were measured.
 func printCeiling(w io.Writer, baseline, service Summary) {
-	fmt.Fprintf(w, "\nbaseline %.0f req/s, service %.0f req/s: the service reaches %.0f%% of this machine's HTTP ceiling\n",
-		baseline.Throughput, service.Throughput, 100*service.Throughput/max(baseline.Throughput, 1e-9))
+	fmt.Fprintf(w, "\nbaseline %.0f req/s, service %.0f req/s", baseline.Throughput, service.Throughput)
+	if min(baseline.Wall, service.Wall) < MinCeilingWall {
+		fmt.Fprintf(w, " in runs of %s and %s: too short to say what share of this machine's HTTP ceiling the service reaches (it takes runs of %s or more each)\n",
+			baseline.Wall.Round(time.Millisecond), service.Wall.Round(time.Millisecond), MinCeilingWall)
+	} else {
+		fmt.Fprintf(w, ": the service reaches %.0f%% of this machine's HTTP ceiling\n", 100*service.Throughput/max(baseline.Throughput, 1e-9))
+	}
 	if service.CPU.Measured() && baseline.CPU.Measured() {
 		fmt.Fprintf(w, "CPU per request: service %.1f µs (all measured processes), baseline %.1f µs: %.2fx\n",
 			us(service.CPU.Total()), us(baseline.CPU.Total()), ratio(service.CPU.Total(), baseline.CPU.Total()))
 	}
 }
 
-// postLoad sends the two-phase load to base and returns every result and the wall time.
+// postLoad sends the POST load (the phases, or --rides) to base and
+// returns every result and the wall time.
 func postLoad(ctx context.Context, c Config, base string, p *Progress, label string) ([]Result, time.Duration) {
-	client := c.loadClient(c.Phases.Workers())
+	phases := c.postPhases()
+	client := c.loadClient(phases.Workers())
 	defer client.CloseIdleConnections()
 	caller := &Caller{Client: client, Policy: c.Retry}
 	server := httpapi.ServerURL(base)
@@ -410,10 +474,10 @@ func postLoad(ctx context.Context, c Config, base string, p *Progress, label str
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rides := NewGenerator(c.Seed, c.Ranges).Feed(ctx, c.Phases.Total())
-	stop := p.Start(ctx, label, c.Phases.Total())
+	rides := NewGenerator(c.Seed, c.Ranges).Feed(ctx, c.PostCount())
+	stop := p.Start(ctx, label, c.PostCount())
 	start := time.Now()
-	res := c.Phases.Run(ctx, rides, send, p.Observe)
+	res := phases.Run(ctx, rides, send, p.Observe)
 	wall := time.Since(start)
 	stop()
 	return res, wall
@@ -525,13 +589,13 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 	defer stopBaseline()
 	svc := service(c)
 	known := Known(c.Seed, c.Ranges, c.PostCount())
-	n := c.GetWorkers * c.GetRequests
+	workers, n := c.getShape()
 	load := func(k int, gc GetCase, t target, label string) (res []Result, wall time.Duration, cpu CPUCost) {
-		client := c.loadClient(c.GetWorkers)
+		client := c.loadClient(workers)
 		defer client.CloseIdleConnections()
 		caller := &Caller{Client: client, Policy: c.Retry}
 		server := httpapi.ServerURL(t.URL)
-		rngs := make([]*rand.Rand, c.GetWorkers)
+		rngs := make([]*rand.Rand, workers)
 		for w := range rngs {
 			rngs[w] = caseRand(c.Seed, k, w)
 		}
@@ -544,7 +608,7 @@ func runGet(ctx context.Context, c Config, stdout io.Writer, p *Progress) int {
 		stop := p.Start(ctx, label, n)
 		cpu = measure(ctx, c, t, http.MethodGet, func() int {
 			start := time.Now()
-			res = Repeat(ctx, c.GetWorkers, c.GetRequests, call, p.Observe)
+			res = Repeat(ctx, workers, n, call, p.Observe)
 			wall = time.Since(start)
 			return len(res)
 		})

@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -123,8 +125,10 @@ type SweepPoint struct {
 	P50Ms          float64 `json:"p50Ms"`
 	P99Ms          float64 `json:"p99Ms"`
 	// CPU is µs of CPU per ride, per process (api, consumer, the --cpu-of
-	// programs) and "total".
-	CPU map[string]float64 `json:"cpuMicrosPerRide"`
+	// programs) and "total" (of those measured); CPUNotMeasured says, per
+	// process, why it has no figure (unreadable, or the point too short).
+	CPU            map[string]float64 `json:"cpuMicrosPerRide"`
+	CPUNotMeasured map[string]string  `json:"cpuNotMeasured,omitempty"`
 	// MessagesPerRide is the messages the API published per ride (each a
 	// broker confirm); StoreWritesPerRide the persister's store writes
 	// (batches) per ride; WriteUnitsPerRide the store's capacity units per
@@ -243,11 +247,18 @@ func runPoint(ctx context.Context, c SweepConfig, load Config, settings []Settin
 	pt.RidesPerSecond = s.Throughput
 	pt.P50Ms, pt.P99Ms = float64(s.P50)/1e6, float64(s.P99)/1e6
 	for i, name := range cost.Names {
-		if cost.Err[i] == nil {
-			pt.CPU[name] = us(cost.Per[i])
+		if cost.Err[i] != nil {
+			if pt.CPUNotMeasured == nil {
+				pt.CPUNotMeasured = map[string]string{}
+			}
+			pt.CPUNotMeasured[name] = cost.Err[i].Error()
+			continue
 		}
+		pt.CPU[name] = us(cost.Per[i])
 	}
-	pt.CPU["total"] = us(cost.Total())
+	if cost.Measured() {
+		pt.CPU["total"] = us(cost.Total())
+	}
 	if messages1, err := ReadCounter(ctx, client, api.url, "skidata_publish_message_rides"); err == nil && pt.OK > 0 {
 		pt.MessagesPerRide = (messages1 - messages0) / float64(pt.OK)
 	}
@@ -397,27 +408,42 @@ func PrintSweep(w io.Writer, c SweepConfig, points []SweepPoint) {
 		}
 		fmt.Fprintf(w, "%-44s %9.0f %8.2f %8.2f", p.Label(), p.RidesPerSecond, p.P50Ms, p.P99Ms)
 		for _, n := range names {
-			fmt.Fprintf(w, " %9.1f", p.CPU[n])
+			if cpu, ok := p.CPU[n]; ok {
+				fmt.Fprintf(w, " %9.1f", cpu)
+			} else {
+				fmt.Fprintf(w, " %9s", "n/a")
+			}
 		}
 		fmt.Fprintf(w, " %10.4f %12.4f %11.3f\n", p.MessagesPerRide, p.StoreWritesPerRide, p.WriteUnitsPerRide)
 	}
 	fmt.Fprintln(w, "(CPU: µs per ride in each process, read before the load and after the queue drained; msgs: messages published (broker confirms) per ride; writes: store writes (persister batches) per ride; units: store capacity units per ride, DynamoDB only)")
+	for _, p := range points {
+		for _, n := range slices.Sorted(maps.Keys(p.CPUNotMeasured)) {
+			fmt.Fprintf(w, "n/a: %s at %s: %s\n", n, p.Label(), p.CPUNotMeasured[n])
+		}
+	}
 }
 
-// cpuNames are the processes measured at any point, "total" last.
+// cpuNames are the processes measured, or not, at any point, "total"
+// last.
 func cpuNames(points []SweepPoint) []string {
 	var names []string
 	seen := map[string]bool{"total": true}
+	has := func(p SweepPoint, n string) bool {
+		_, measured := p.CPU[n]
+		_, not := p.CPUNotMeasured[n]
+		return measured || not
+	}
 	for _, p := range points {
 		for _, s := range []string{"api", "all", "consumer"} {
-			if _, ok := p.CPU[s]; ok && !seen[s] {
+			if has(p, s) && !seen[s] {
 				seen[s] = true
 				names = append(names, s)
 			}
 		}
 	}
 	for _, p := range points {
-		for n := range p.CPU {
+		for _, n := range slices.Concat(slices.Collect(maps.Keys(p.CPU)), slices.Collect(maps.Keys(p.CPUNotMeasured))) {
 			if !seen[n] {
 				seen[n] = true
 				names = append(names, n)

@@ -9,7 +9,7 @@ import (
 )
 
 // The two toxics of the nemesis's own, registered with toxiproxy as its
-// documentation has custom toxics registered (CREATING_TOXICS.md).
+// documentation has custom toxics registered (its guide to creating toxics, in the toxiproxy repository).
 //
 // Why not toxiproxy's latency toxic, held for the whole fault to make a
 // partition, and set to the drawn latency for a slow link: it buffers up
