@@ -9,7 +9,8 @@ import (
 )
 
 // The two toxics of the nemesis's own, registered with toxiproxy as its
-// documentation has custom toxics registered (its guide to creating toxics, in the toxiproxy repository).
+// guide to creating toxics (in the toxiproxy repository) has custom
+// toxics registered.
 //
 // Why not toxiproxy's latency toxic, held for the whole fault to make a
 // partition, and set to the drawn latency for a slow link: it buffers up
