@@ -104,11 +104,14 @@ func (r *sqsRecorder) createdWith(queue string) map[string]string {
 }
 
 // sqsTestConfig is the adapter's configuration for a queue of the test's
-// own through endpoint, with waits short enough for a test.
+// own through endpoint, with waits short enough for a test. A depth
+// sample is hardly reused: the API's queue learns of the consumer's
+// deletes only from SQS, so the contract's full queue, once a message is
+// acked, takes a publish again only after a sample taken since.
 func sqsTestConfig(queue, endpoint string) sqs.Config {
 	return sqs.Config{
 		Queue: queue, Endpoint: endpoint, Region: sqstest.Region,
-		WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, DepthInterval: 100 * time.Millisecond,
+		WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, DepthInterval: time.Millisecond,
 	}
 }
 

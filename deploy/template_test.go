@@ -30,12 +30,13 @@ import (
 	"github.com/skidata/skidata/test/storetest"
 )
 
-// The recording runs need a DynamoDB and an SQS to answer: dynalite, as
-// for the adapter's own tests, and fauxqs, started by the first test that
-// asks for it (sqs_test.go, runbook_test.go), with the test credentials
-// the SDK's chain finds. Called as "aws", the test binary is the stand-in
-// for the AWS CLI that deploy/aws/pitr-restore.sh runs against
-// (pitr_test.go).
+// The recording runs and the runbook's first day need a DynamoDB and an
+// SQS to answer: dynalite, as for the adapter's own tests, and fauxqs,
+// started by the first test that asks for it (sqs_test.go,
+// runbook_test.go), with the test credentials the SDK's chain finds; the
+// first day also builds skiapi once (buildSkiapi). Called as "aws", the
+// test binary is the stand-in for the AWS CLI that
+// deploy/aws/pitr-restore.sh runs against (pitr_test.go).
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "aws" {
 		os.Exit(fakeAWS(os.Args[1:]))
@@ -47,6 +48,9 @@ func TestMain(m *testing.M) {
 	}
 	code := dynamotest.Main(m)
 	sqstest.StopStarted()
+	if skiapiBuild.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(skiapiBuild.bin))
+	}
 	os.Exit(code)
 }
 
