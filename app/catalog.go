@@ -18,7 +18,10 @@ const reloadEvery = time.Second
 // Catalog serves the reference data (resorts and their seasons) from memory,
 // so the POST hot path never asks the store. It writes through to the
 // ResortStore. A miss reloads from the store (at most once a second), so a
-// season added through another API process becomes visible here too.
+// season added through another API process becomes visible here too; the
+// listings (GET /resorts, a resort's seasons), which a miss never
+// triggers, reload a copy older than that first, so a resort an operator
+// registers in the store (`skiapi resorts`) is listed by every process.
 type Catalog struct {
 	store ports.ResortStore
 	log   *slog.Logger
@@ -88,16 +91,22 @@ func (c *Catalog) lookup(ctx context.Context, id domain.ResortID, season domain.
 	if ok && (season == domain.Season{} || r.HasSeason(season)) {
 		return r, true
 	}
+	c.reloadIfOld(ctx)
+	r, ok = (*c.resorts.Load())[id]
+	return r, ok
+}
+
+// reloadIfOld reloads the reference data if the copy in memory is older
+// than reloadEvery and no reload is under way; a failed reload keeps the
+// copy.
+func (c *Catalog) reloadIfOld(ctx context.Context) {
 	if time.Since(time.Unix(0, c.lastReload.Load())) < reloadEvery || !c.reloadMu.TryLock() {
-		return r, ok
+		return
 	}
 	defer c.reloadMu.Unlock()
 	if err := c.reload(ctx); err != nil {
 		c.log.Warn("reference data reload failed; serving the cached copy", "err", err)
-		return r, ok
 	}
-	r, ok = (*c.resorts.Load())[id]
-	return r, ok
 }
 
 // CheckRide reports whether the ride's resort and season are registered.
@@ -127,7 +136,8 @@ func (c *Catalog) Resort(ctx context.Context, id domain.ResortID) (domain.Resort
 }
 
 // List implements ports.Resorts.
-func (c *Catalog) List(context.Context) ([]domain.Resort, error) {
+func (c *Catalog) List(ctx context.Context) ([]domain.Resort, error) {
+	c.reloadIfOld(ctx)
 	m := *c.resorts.Load()
 	out := make([]domain.Resort, 0, len(m))
 	for _, r := range m {
@@ -139,6 +149,7 @@ func (c *Catalog) List(context.Context) ([]domain.Resort, error) {
 
 // Seasons implements ports.Resorts.
 func (c *Catalog) Seasons(ctx context.Context, resortID domain.ResortID) ([]domain.Season, error) {
+	c.reloadIfOld(ctx)
 	r, err := c.Resort(ctx, resortID)
 	if err != nil {
 		return nil, err

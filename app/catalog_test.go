@@ -131,3 +131,41 @@ func TestCatalogAddSeason(t *testing.T) {
 		t.Errorf("unregistered season = %v; want ErrNotFound", err)
 	}
 }
+
+// TestCatalogListsWhatAnOperatorRegisteredSinceItStarted: a resort put
+// into the store after the catalog loaded (`skiapi resorts put` on a
+// running stack, docs/operations.md's first day), and a season another
+// process added, are listed once the copy in memory is older than the
+// reload interval; within it, listing reads the store at most once.
+func TestCatalogListsWhatAnOperatorRegisteredSinceItStarted(t *testing.T) {
+	ctx := context.Background()
+	store := newCountingResorts()
+	c, err := NewCatalog(ctx, store, CatalogConfig{}, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := domain.NewResort(7, "Mont Example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutResort(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	c.lastReload.Store(time.Now().Add(-2 * reloadEvery).UnixNano())
+	if rs, _ := c.List(ctx); len(rs) != 1 || rs[0].ID != 7 {
+		t.Fatalf("List = %+v after a reload was allowed; want the resort registered in the store", rs)
+	}
+	_ = store.AddSeason(ctx, 7, domain.MustSeason("2026"))
+	c.lastReload.Store(time.Now().Add(-2 * reloadEvery).UnixNano())
+	if seasons, err := c.Seasons(ctx, 7); err != nil || !slices.Equal(seasons, []domain.Season{domain.MustSeason("2026")}) {
+		t.Errorf("Seasons = %v, %v after a reload was allowed; want the season added elsewhere", seasons, err)
+	}
+	before := store.readCount()
+	for range 50 {
+		_, _ = c.List(ctx)
+		_, _ = c.Seasons(ctx, 7)
+	}
+	if got := store.readCount() - before; got > 1 {
+		t.Errorf("100 reads within the interval read the store %d times; want at most once", got)
+	}
+}

@@ -9,9 +9,12 @@
 // the ones adapters/dynamo creates, one set per data model, and each
 // instance role's IAM policy must allow exactly the DynamoDB actions the
 // adapters call in that role, recorded by running the store contract suites
-// through a recording client (template_test.go); the queue choice, each
-// role's queue actions and the broker-user function (queue_test.go); the
-// runbook's create command against the template's rules (runbook_test.go);
+// through a recording client (template_test.go), and the SQS actions
+// adapters/sqs calls in that role and the queues' attributes, recorded
+// through the SQS stand-in's strict proxy (sqs_test.go); the queue choice
+// and the broker-user function (queue_test.go); the runbook's create
+// command against the template's rules, and its first day followed command
+// by command on a local stack (runbook_test.go);
 // the restore script against a stand-in for the AWS CLI (pitr_test.go); the
 // units against systemd-analyze and a real systemd (systemd_test.go,
 // systemd_boot_test.go); the rules and the dashboard against promtool and

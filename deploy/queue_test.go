@@ -40,12 +40,12 @@ func conditionImplies(tpl map[string]any, cond, want string) bool {
 // TestTemplateQueueIsAChoiceWithSQSByDefault: Queue defaults to sqs; with
 // it the stack has the ride queue and its dead-letter queue (named
 // <stack>-rides and <stack>-rides-dlq, as --sqs-queue finds the second from
-// the first), a redrive after the delivery limit, server-side encryption,
-// SQS's longest retention on both (a dead letter keeps its first enqueue
-// time, so its queue must not keep it for less), long polling, and an SQS
-// interface endpoint; the queues outlive the stack like the tables. Every
-// Amazon MQ resource (the broker, its secrets, security group and rules,
-// the user function, the broker alarms) exists only with Queue=rabbitmq.
+// the first; their attributes are those `skiapi queues create` sets,
+// TestTemplateQueuesAreSetAsQueuesCreateSetsThem), the dead-letter queue
+// taking messages from the ride queue only, and an SQS interface
+// endpoint; the queues outlive the stack like the tables. Every Amazon MQ
+// resource (the broker, its secrets, security group and rules, the user
+// function, the broker alarms) exists only with Queue=rabbitmq.
 func TestTemplateQueueIsAChoiceWithSQSByDefault(t *testing.T) {
 	tpl := loadTemplate(t)
 	params, _ := tpl["Parameters"].(map[string]any)
@@ -72,14 +72,6 @@ func TestTemplateQueueIsAChoiceWithSQSByDefault(t *testing.T) {
 	}
 	for name, r := range queues {
 		wantValues(t, name, r, map[string]any{"Condition": "UseSQS", "DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain"})
-		wantValues(t, name+" properties", asMap(r["Properties"]), map[string]any{"SqsManagedSseEnabled": true, "MessageRetentionPeriod": 1209600})
-	}
-	redrive := asMap(rp["RedrivePolicy"])
-	if fmt.Sprint(redrive["deadLetterTargetArn"]) != "map[Fn::GetAtt:[RideDeadLetterQueue Arn]]" || redrive["maxReceiveCount"] != 5 {
-		t.Errorf("RideQueue's RedrivePolicy is %v; want the dead-letter queue after 5 receives (as --amqp-delivery-limit's 5)", redrive)
-	}
-	if rp["ReceiveMessageWaitTimeSeconds"] != 20 {
-		t.Errorf("RideQueue's ReceiveMessageWaitTimeSeconds is %v; want 20 (long polling: fewer empty, billed receives)", rp["ReceiveMessageWaitTimeSeconds"])
 	}
 	allow := asMap(dp["RedriveAllowPolicy"])
 	if allow["redrivePermission"] != "byQueue" || !strings.Contains(fmt.Sprint(allow["sourceQueueArns"]), "${AWS::StackName}-rides]") {
@@ -139,48 +131,6 @@ func sqsGrants(t *testing.T, role map[string]any, conds map[string]bool) map[str
 		sort.Strings(out[q])
 	}
 	return out
-}
-
-// TestTemplateIAMGivesEachRoleItsQueueActionsOnly: with SQS the API may
-// send to the ride queue and read both queues' depth (admission control,
-// /readyz, the dead-letter gauge); the consumer may receive, delete and
-// defer rides (change visibility), read the depth, and send to the
-// dead-letter queue (a ride the store refuses). SQS authorizes the batch
-// calls by these actions' names, so none ends in Batch. Neither role may
-// receive what the other sends, purge or delete a queue. With Amazon MQ
-// neither has an SQS action. (The actions are those the adapter's design
-// names; once adapters/sqs is in, they are to be recorded from its calls,
-// as the DynamoDB actions are.)
-func TestTemplateIAMGivesEachRoleItsQueueActionsOnly(t *testing.T) {
-	tpl := loadTemplate(t)
-	roles := resources(t, tpl, "AWS::IAM::Role")
-	want := map[string]map[string][]string{
-		"ApiRole": {
-			"RideQueue":           {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
-			"RideDeadLetterQueue": {"sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
-		},
-		"ConsumerRole": {
-			"RideQueue":           {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
-			"RideDeadLetterQueue": {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
-		},
-	}
-	for role, byQueue := range want {
-		got := sqsGrants(t, roles[role], queueConditions("sqs"))
-		if fmt.Sprint(got) != fmt.Sprint(byQueue) {
-			t.Errorf("%s with Queue=sqs allows %v; want %v", role, got, byQueue)
-		}
-		if got := sqsGrants(t, roles[role], queueConditions("rabbitmq")); len(got) != 0 {
-			t.Errorf("%s with Queue=rabbitmq allows SQS actions %v; want none", role, got)
-		}
-	}
-	for name, role := range roles {
-		if name == "ApiRole" || name == "ConsumerRole" {
-			continue
-		}
-		if raw, _ := json.Marshal(role); strings.Contains(string(raw), `"sqs:`) {
-			t.Errorf("role %s allows SQS actions; only the instance roles may", name)
-		}
-	}
 }
 
 // TestTemplateAmazonMQIsAdministeredAndUsedAsAnOrdinaryUser: with Amazon

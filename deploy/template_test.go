@@ -26,17 +26,32 @@ import (
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/sqstest"
 	"github.com/skidata/skidata/test/storetest"
 )
 
-// The recording run needs a DynamoDB to answer; dynalite, as for the
-// adapter's own tests. Called as "aws", the test binary is the stand-in for
-// the AWS CLI that deploy/aws/pitr-restore.sh runs against (pitr_test.go).
+// The recording runs and the runbook's first day need a DynamoDB and an
+// SQS to answer: dynalite, as for the adapter's own tests, and fauxqs,
+// started by the first test that asks for it (sqs_test.go,
+// runbook_test.go), with the test credentials the SDK's chain finds; the
+// first day also builds skiapi once (buildSkiapi). Called as "aws", the
+// test binary is the stand-in for the AWS CLI that
+// deploy/aws/pitr-restore.sh runs against (pitr_test.go).
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "aws" {
 		os.Exit(fakeAWS(os.Args[1:]))
 	}
-	os.Exit(dynamotest.Main(m))
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	code := dynamotest.Main(m)
+	sqstest.StopStarted()
+	if skiapiBuild.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(skiapiBuild.bin))
+	}
+	os.Exit(code)
 }
 
 const templatePath = "aws/skidata.yaml"

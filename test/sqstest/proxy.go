@@ -64,6 +64,12 @@ type Options struct {
 	// flight at once; 0 means SQS's own quota for a standard queue,
 	// InFlightQuota.
 	InFlightLimit int
+	// Observe, when set, is given every request the proxy takes (refused
+	// ones included) as it arrives: the operation and the JSON body, which
+	// names the queue (QueueUrl, or QueueName for GetQueueUrl and
+	// CreateQueue). It is how a test records which calls a client makes
+	// on which queue. It is called from concurrent requests.
+	Observe func(op string, body []byte)
 }
 
 // InFlightQuota is SQS's quota of in-flight messages of a standard queue:
@@ -187,6 +193,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok || r.Method != http.MethodPost {
 		p.pass(w, r, body) // not ours to judge: fauxqs answers
 		return
+	}
+	if p.opts.Observe != nil {
+		p.opts.Observe(op, body)
 	}
 	p.mu.Lock()
 	p.answered[op]++

@@ -1,9 +1,13 @@
 package sqstest_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +253,38 @@ func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
 	}
 	if n := px.Answered()[sqstest.EmptyReceives]; n != 0 {
 		t.Errorf("%d empty receives answered; want none", n)
+	}
+}
+
+// TestProxyObservesEveryRequestItTakes: Observe is given each request the
+// proxy takes, as it arrives, refused ones included, with the body that
+// names its queue.
+func TestProxyObservesEveryRequestItTakes(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	px := sqstest.NewProxy(t, sqstest.Options{Observe: func(op string, body []byte) {
+		var req struct{ QueueUrl, QueueName string }
+		_ = json.Unmarshal(body, &req)
+		queue := req.QueueName
+		if queue == "" {
+			queue = path.Base(req.QueueUrl)
+		}
+		mu.Lock()
+		seen = append(seen, op+" "+queue)
+		mu.Unlock()
+	}})
+	c := noRetries(px.URL)
+	url := newQueue(t, c, nil)
+	name := path.Base(*url)
+	px.Refuse("SendMessage", 1, sqstest.Throttled)
+	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
+		t.Fatalf("SendMessage = %v; want it refused", err)
+	}
+	send(t, c, url, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"CreateQueue " + name, "SendMessage " + name, "SendMessage " + name}
+	if !slices.Equal(seen, want) {
+		t.Errorf("Observe saw %q; want %q", seen, want)
 	}
 }
