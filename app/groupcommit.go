@@ -25,8 +25,9 @@ type PublishConfig struct {
 	// (0: it goes as soon as a publish slot is free).
 	Linger time.Duration
 	// LingerGap ends a linger early once no ride has joined the waiting
-	// ones for this long and they are at least half as many as the last
-	// message carried: a burst of concurrent POSTs like the last has come.
+	// ones for this long and they are more than one and at least half as
+	// many as the last message carried: a burst of concurrent POSTs like
+	// the last has come.
 	// Under a steady stream rides keep joining, and a pause in it leaves
 	// fewer waiting, so the whole Linger is used; a burst goes as soon as
 	// it has arrived. 0: every message lingers the whole Linger.
@@ -151,14 +152,18 @@ func (g *groupCommit) checkLingerAt(t time.Time, gen int) {
 }
 
 // lingerDue says whether the current linger ends now: its time is up, or
-// no ride has joined for LingerGap and the waiting rides are at least
-// half as many as the last message carried (a burst like the last one
-// has come; fewer would be a pause in a stream). Called with mu held.
+// no ride has joined for LingerGap and the waiting rides are more than one
+// and at least half as many as the last message carried (a burst like the
+// last one has come; fewer would be a pause in a stream, and a lone ride
+// is no burst: in a slow stream each would go alone, costing a message,
+// and a billed request where the queue bills by request). Called with mu
+// held.
 func (g *groupCommit) lingerDue(now time.Time) bool {
 	if !now.Before(g.lingerEnd) {
 		return true
 	}
-	return g.cfg.LingerGap > 0 && !now.Before(g.lastJoin.Add(g.cfg.LingerGap)) && 2*len(g.waiting) >= g.lastSize
+	n := len(g.waiting)
+	return g.cfg.LingerGap > 0 && !now.Before(g.lastJoin.Add(g.cfg.LingerGap)) && n > 1 && 2*n >= g.lastSize
 }
 
 // lingerCheck ends linger gen if it is due, or looks again when it may be.

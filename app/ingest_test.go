@@ -437,26 +437,32 @@ func TestGroupCommitLingerEndsOnceRidesStopJoining(t *testing.T) {
 
 // TestGroupCommitAPauseInAStreamDoesNotEndTheLinger: a gap ends a linger
 // only when the rides waiting are at least half as many as the last message
-// carried; fewer are a pause in a stream, and they linger on (to its end).
+// carried, and more than one; fewer are a pause in a stream, and a lone
+// ride is no burst (a slow stream's rides would each go alone, a message
+// and a queue request each): they linger on (to its end).
 func TestGroupCommitAPauseInAStreamDoesNotEndTheLinger(t *testing.T) {
 	const gap = 10 * time.Millisecond
 	g := newGroupCommit(&recordingPublisher{}, PublishConfig{InFlight: 8, MaxRides: 100, Linger: time.Second, LingerGap: gap})
 	start := time.Now()
 	g.lingerEnd = start.Add(time.Second)
-	g.lastSize = 40
 	for _, c := range []struct {
-		name    string
-		waiting int
-		quiet   time.Duration // since the last ride joined
-		at      time.Duration // since the linger began
-		due     bool
+		name     string
+		lastSize int
+		waiting  int
+		quiet    time.Duration // since the last ride joined
+		at       time.Duration // since the linger began
+		due      bool
 	}{
-		{"a burst like the last, quiet for the gap", 20, gap, 2 * gap, true},
-		{"a burst like the last, rides still joining", 20, gap / 2, 2 * gap, false},
-		{"fewer than half the last, quiet for the gap", 19, 5 * gap, 6 * gap, false},
-		{"fewer than half the last, linger over", 19, 5 * gap, time.Second, true},
+		{"a burst like the last, quiet for the gap", 40, 20, gap, 2 * gap, true},
+		{"a burst like the last, rides still joining", 40, 20, gap / 2, 2 * gap, false},
+		{"fewer than half the last, quiet for the gap", 40, 19, 5 * gap, 6 * gap, false},
+		{"fewer than half the last, linger over", 40, 19, 5 * gap, time.Second, true},
+		{"a lone ride after a lone ride, quiet for the gap", 1, 1, 5 * gap, 6 * gap, false},
+		{"two rides after a lone ride, quiet for the gap", 1, 2, gap, 2 * gap, true},
+		{"a lone ride, linger over", 1, 1, 5 * gap, time.Second, true},
 	} {
 		now := start.Add(c.at)
+		g.lastSize = c.lastSize
 		g.waiting = make([]*waitingRide, c.waiting)
 		g.lastJoin = now.Add(-c.quiet)
 		if got := g.lingerDue(now); got != c.due {
