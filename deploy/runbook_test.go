@@ -236,7 +236,7 @@ var firstDaySteps = []firstDayStep{
 		}
 		return ""
 	}},
-	{signature: "skiapi queues create --profile --queue --sqs-queue", check: func(out, comment string, s *localStack) string {
+	{signature: "skiapi queues create --profile --sqs-queue", check: func(out, comment string, s *localStack) string {
 		if comment != "each queue: exists (<url>) as configured" {
 			return fmt.Sprintf("the runbook's comment is %q; the test checks 'each queue: exists (<url>) as configured'", comment)
 		}

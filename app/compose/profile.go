@@ -27,14 +27,21 @@ type Profile struct {
 // Profiles are the deployment profiles --profile / SKI_PROFILE accept.
 var Profiles = map[string]Profile{
 	// ec2 is the AWS layout of docs/operations.md: API and consumer
-	// instances sharing a RabbitMQ broker, rides in DynamoDB (sharded
-	// model), credentials from the instance role, JSON logs for the
-	// journal and CloudWatch. The role comes from SKI_ROLE. Build asks the
-	// instance metadata service for the region when nothing else gives it.
+	// instances sharing an Amazon SQS ride queue (the stack's default;
+	// SKI_QUEUE=rabbitmq, the stack's Amazon MQ choice, takes the broker
+	// from AMQP_URL), rides in DynamoDB (sharded model), credentials from
+	// the instance role, JSON logs for the journal and CloudWatch. The
+	// role comes from SKI_ROLE. Build asks the instance metadata service
+	// for the region, SQS's as DynamoDB's, when nothing else gives it.
+	//
+	// SQS takes nothing else from the platform: no variable names a queue
+	// by convention, as AMQP_URL names a broker, and the stack writes
+	// SKI_SQS_QUEUE, a SKI_ variable, which is above any profile value; an
+	// endpoint other than AWS's is the SDK's own AWS_ENDPOINT_URL_SQS.
 	"ec2": {
 		Defaults: map[string]string{
 			"store":      "dynamo-sharded",
-			"queue":      "rabbitmq",
+			"queue":      "sqs",
 			"log-format": "json",
 			// The demo resorts do not belong in a production resort
 			// table: `skiapi seed --profile ec2` loads them on purpose.

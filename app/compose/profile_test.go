@@ -24,16 +24,36 @@ func parseSources(t *testing.T, args []string, env map[string]string) (Config, S
 	return ParseConfigSources(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }
 
-func TestProfileEC2ChoosesDynamoRabbitMQAndJSONLogs(t *testing.T) {
+// TestProfileEC2ChoosesDynamoSQSAndJSONLogs: the profile's queue is the
+// stack's default, Amazon SQS, so an operator's command under the profile
+// needs no --queue.
+func TestProfileEC2ChoosesDynamoSQSAndJSONLogs(t *testing.T) {
 	c, src, err := parseSources(t, []string{"--profile", "ec2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != "dynamo-sharded" || c.Queue != "rabbitmq" || c.LogFormat != "json" || c.Role != "all" {
+	if c.Store != "dynamo-sharded" || c.Queue != "sqs" || c.LogFormat != "json" || c.Role != "all" {
 		t.Errorf("ec2 profile gave store %q queue %q log-format %q role %q", c.Store, c.Queue, c.LogFormat, c.Role)
 	}
-	if src["store"] != "profile ec2" || src["role"] != "default" || src["profile"] != "flag" {
-		t.Errorf("sources: store %q, role %q, profile %q", src["store"], src["role"], src["profile"])
+	if src["store"] != "profile ec2" || src["queue"] != "profile ec2" || src["role"] != "default" || src["profile"] != "flag" {
+		t.Errorf("sources: store %q, queue %q, role %q, profile %q", src["store"], src["queue"], src["role"], src["profile"])
+	}
+}
+
+// TestProfileEC2QueueIsRabbitMQWhenTheEnvironmentSaysSo: the stack's
+// Amazon MQ choice writes SKI_QUEUE=rabbitmq and the broker in AMQP_URL;
+// the profile then runs RabbitMQ on that broker, and --queue wins over both.
+func TestProfileEC2QueueIsRabbitMQWhenTheEnvironmentSaysSo(t *testing.T) {
+	env := map[string]string{"SKI_PROFILE": "ec2", "SKI_QUEUE": "rabbitmq", "AMQP_URL": "amqps://skidata-app@mq:5671/"}
+	c, src, err := parseSources(t, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Queue != "rabbitmq" || src["queue"] != "env SKI_QUEUE" || c.AMQP.URL != env["AMQP_URL"] || src["amqp-url"] != "profile ec2 via AMQP_URL" {
+		t.Errorf("queue %q (%s), amqp-url %q (%s); want rabbitmq from SKI_QUEUE on the broker AMQP_URL names", c.Queue, src["queue"], c.AMQP.URL, src["amqp-url"])
+	}
+	if c, src, err := parseSources(t, []string{"--queue", "sqs"}, env); err != nil || c.Queue != "sqs" || src["queue"] != "flag" {
+		t.Errorf("--queue sqs under SKI_QUEUE=rabbitmq: queue %q (%s), err %v; want sqs from the flag", c.Queue, src["queue"], err)
 	}
 }
 
@@ -161,6 +181,7 @@ func TestEffectiveConfigListsEveryFlagWithSourceAndMasksSecrets(t *testing.T) {
 		"amqp-url = amqp://u:xxxxx@mq/ (profile ec2 via AMQP_URL)",
 		"database-url = postgres://a:xxxxx@h/db (flag)",
 		"store = dynamo-sharded (profile ec2)",
+		"queue = sqs (profile ec2)",
 		"profile = ec2 (env SKI_PROFILE)",
 		"listen = :8080 (profile ec2)", // the load balancer reaches it
 		"role = all (default)",

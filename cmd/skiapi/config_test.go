@@ -26,6 +26,7 @@ func TestConfigCommandPrintsEffectiveSettingsWithSourcesAndMaskedSecrets(t *test
 		"amqp-url = amqp://skidata:xxxxx@mq:5672/ (flag)\n",
 		"role = consumer (env SKI_ROLE)\n",
 		"store = dynamo-sharded (profile ec2)\n",
+		"queue = sqs (profile ec2)\n", // the stack's default queue
 		"listen = :8080 (profile ec2)\n",
 		"batch-size = 500 (default)\n",
 	} {

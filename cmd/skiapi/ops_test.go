@@ -215,14 +215,16 @@ func TestSeedLoadsTheDemoResortsIntoADynamoDBStore(t *testing.T) {
 // run again and sets an attribute the flags change; rides the store
 // refused (rejected by a consumer, as the persister does) are listed by
 // `dlq list` with their reason, and `dlq replay` puts them back on the ride
-// queue, whole, leaving the dead-letter queue empty.
+// queue, whole, leaving the dead-letter queue empty. The commands run as
+// the runbook runs them, under --profile ec2, whose queue is SQS: no
+// --queue.
 func TestQueuesCreateThenDLQListAndReplayOnSQS(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	endpoint := sqstest.EndpointOrStart(t)
 	queue := sqstest.QueueName(t)
 	sqstest.DeleteQueuesAtEnd(t, endpoint, queue, queue+"-dlq")
-	flags := []string{"--queue", "sqs", "--sqs-endpoint", endpoint, "--sqs-queue", queue, "--dynamo-region", sqstest.Region}
+	flags := []string{"--profile", "ec2", "--sqs-endpoint", endpoint, "--sqs-queue", queue, "--dynamo-region", sqstest.Region}
 
 	for _, c := range []struct {
 		args  []string
