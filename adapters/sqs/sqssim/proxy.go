@@ -1,4 +1,4 @@
-package sqstest
+package sqssim
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package sqstest_test
+package sqssim_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/sqstest"
 )
@@ -58,7 +59,7 @@ func errorCode(err error) string {
 
 // noRetries is a client that reports the first answer it gets.
 func noRetries(endpoint string) *sqs.Client {
-	return sqs.New(sqstest.Client(endpoint).Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+	return sqs.New(sqssim.Client(endpoint).Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 }
 
 // TestExtendingAVisibilityTimeoutThatHasEndedIsRefused: SQS refuses to
@@ -76,7 +77,7 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 		{"fauxqs alone", sqstest.Upstream(t), false},
 	} {
 		t.Run(via.what, func(t *testing.T) {
-			c := sqstest.Client(via.endpoint)
+			c := sqssim.Client(via.endpoint)
 			url := newQueue(t, c, nil)
 			send(t, c, url, 2)
 			msgs, err := receive(t, c, url, 2, 0, 1)
@@ -107,7 +108,7 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 // a long poll returns nothing, with no error; below it, a receive gets at
 // most the room left.
 func TestInFlightLimit(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{InFlightLimit: 3})
+	px := sqstest.NewProxy(t, sqssim.Options{InFlightLimit: 3})
 	c := noRetries(px.URL)
 	url := newQueue(t, c, nil)
 	send(t, c, url, 5)
@@ -130,7 +131,7 @@ func TestInFlightLimit(t *testing.T) {
 }
 
 func TestRedrivePolicyMustNameAQueueAndACount(t *testing.T) {
-	c := sqstest.Client(sqstest.Endpoint(t))
+	c := sqssim.Client(sqstest.Endpoint(t))
 	dlq := newQueue(t, c, nil)
 	attrs, err := c.GetQueueAttributes(sqstest.Context(t), &sqs.GetQueueAttributesInput{QueueUrl: dlq, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
@@ -160,14 +161,14 @@ func TestRedrivePolicyMustNameAQueueAndACount(t *testing.T) {
 // order, and then the proxy forwards again; the failed entries of a batch
 // are left out and reported, the others done.
 func TestRefuseAndFailEntries(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{})
+	px := sqstest.NewProxy(t, sqssim.Options{})
 	c := noRetries(px.URL)
 	url := newQueue(t, c, nil)
-	px.Refuse("SendMessage", 1, sqstest.Throttled)
+	px.Refuse("SendMessage", 1, sqssim.Throttled)
 	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
 		t.Errorf("refused send = %v; want RequestThrottled", err)
 	}
-	px.FailEntries("SendMessageBatch", 1, sqstest.EntryInternalError)
+	px.FailEntries("SendMessageBatch", 1, sqssim.EntryInternalError)
 	out, err := c.SendMessageBatch(sqstest.Context(t), &sqs.SendMessageBatchInput{QueueUrl: url, Entries: []types.SendMessageBatchRequestEntry{
 		{Id: aws.String("a"), MessageBody: aws.String("one")},
 		{Id: aws.String("b"), MessageBody: aws.String("two")},
@@ -217,8 +218,8 @@ func TestAMessageCarriesAtMostTenAttributes(t *testing.T) {
 // SQS would not bill). Through the proxy the loser waits on, and takes
 // the next message.
 func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{})
-	c := sqstest.Client(px.URL)
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := sqssim.Client(px.URL)
 	url := newQueue(t, c, nil)
 	type result struct {
 		msgs []types.Message
@@ -247,7 +248,7 @@ func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
 	if second.err != nil || len(second.msgs) != 1 {
 		t.Errorf("the other long poll answered %d messages (%v); want it to wait on and take the second message", len(second.msgs), second.err)
 	}
-	if n := px.Answered()[sqstest.EmptyReceives]; n != 0 {
+	if n := px.Answered()[sqssim.EmptyReceives]; n != 0 {
 		t.Errorf("%d empty receives answered; want none", n)
 	}
 }
