@@ -252,3 +252,65 @@ func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
 		t.Errorf("%d empty receives answered; want none", n)
 	}
 }
+
+// TestRefuseShareRefusesEveryOperationUntilEnded: with RefuseShare(1, e)
+// every request, whatever its operation, is answered e; with share 0
+// again they are forwarded.
+func TestRefuseShareRefusesEveryOperationUntilEnded(t *testing.T) {
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := noRetries(px.URL)
+	url := newQueue(t, c, nil)
+	px.RefuseShare(1, sqssim.Throttled)
+	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
+		t.Errorf("send while refusing = %v; want RequestThrottled", err)
+	}
+	if _, err := receive(t, c, url, 10, 0, 30); errorCode(err) != "RequestThrottled" {
+		t.Errorf("receive while refusing = %v; want RequestThrottled", err)
+	}
+	px.RefuseShare(0, sqssim.Throttled)
+	send(t, c, url, 1)
+	if msgs, err := receive(t, c, url, 10, 1, 30); err != nil || len(msgs) != 1 {
+		t.Errorf("after the refusals ended the queue holds %d messages (%v); want the one sent", len(msgs), err)
+	}
+}
+
+// TestDuplicateDeliversAMessageTwice: with Duplicate(1) a message
+// received is delivered again by the next receive, the same message under
+// a receipt handle of its own, which a batch delete and a visibility
+// change accept; the copy comes once, and deleting the original leaves
+// the queue empty.
+func TestDuplicateDeliversAMessageTwice(t *testing.T) {
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := noRetries(px.URL)
+	url := newQueue(t, c, nil)
+	send(t, c, url, 1)
+	px.Duplicate(1)
+	first, err := receive(t, c, url, 10, 1, 30)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first receive: %d messages, %v; want the message", len(first), err)
+	}
+	px.Duplicate(0)
+	if n := px.Copies(); n != 1 {
+		t.Errorf("Copies = %d before the next receive; want 1", n)
+	}
+	again, err := receive(t, c, url, 10, 1, 30)
+	if err != nil || len(again) != 1 || aws.ToString(again[0].MessageId) != aws.ToString(first[0].MessageId) ||
+		aws.ToString(again[0].Body) != aws.ToString(first[0].Body) || aws.ToString(again[0].ReceiptHandle) == aws.ToString(first[0].ReceiptHandle) {
+		t.Fatalf("second receive: %+v, %v; want the same message under another receipt handle", again, err)
+	}
+	if n := px.Copies(); n != 0 {
+		t.Errorf("Copies = %d after the copy was delivered; want 0", n)
+	}
+	if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: again[0].ReceiptHandle, VisibilityTimeout: 60}); err != nil {
+		t.Errorf("extending the copy: %v", err)
+	}
+	for _, m := range []types.Message{again[0], first[0]} {
+		out, err := c.DeleteMessageBatch(sqstest.Context(t), &sqs.DeleteMessageBatchInput{QueueUrl: url, Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: m.ReceiptHandle}}})
+		if err != nil || len(out.Failed) != 0 || len(out.Successful) != 1 {
+			t.Errorf("deleting %s: %+v, %v; want it deleted", aws.ToString(m.ReceiptHandle), out, err)
+		}
+	}
+	if msgs, err := receive(t, c, url, 10, 0, 0); err != nil || len(msgs) != 0 {
+		t.Errorf("after both deletes a receive got %d messages (%v); want none", len(msgs), err)
+	}
+}
