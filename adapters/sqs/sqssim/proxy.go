@@ -246,7 +246,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q := p.refusals[op]; len(q) > 0 {
 		refusal, p.refusals[op] = &q[0], q[1:]
 	} else if p.refuseShare > 0 && rand.Float64() < p.refuseShare {
-		refusal = &p.refuseWith
+		e := p.refuseWith
+		refusal = &e
 	}
 	p.mu.Unlock()
 	if refusal != nil {
