@@ -348,14 +348,16 @@ func (r *run) waitReady(ctx context.Context, client *http.Client, procs []*proce
 	})
 }
 
-// waitDrained waits until every process reports an empty queue and, when
-// the queue's server can say it itself (drained not nil), the server
-// holds nothing either.
+// waitDrained waits until every process is ready and the queue is empty:
+// as the queue's server says it itself when it can (drained not nil: a
+// process's /readyz then reports a sample that may predate the load's
+// end, and may still count what has gone since), else as every process's
+// /readyz reports it.
 func (r *run) waitDrained(ctx context.Context, client *http.Client, procs []*process, drained func(context.Context) string) error {
 	return r.poll(ctx, "the queue drained", func(ctx context.Context) string {
 		for _, p := range procs {
 			ok, depth, err := p.ready(ctx, client)
-			if !ok || depth > 0 {
+			if !ok || (depth > 0 && drained == nil) {
 				return fmt.Sprintf("%s: ready %v, queue depth %d (%v)", p.name, ok, depth, err)
 			}
 		}
