@@ -216,12 +216,17 @@ func (p *Proxy) Copies() int {
 }
 
 // EmptyReceives is the key of Answered that counts the ReceiveMessage
-// requests answered with no message.
-const EmptyReceives = "ReceiveMessage (empty)"
+// requests answered with no message; CopiesMade the copies of received
+// messages Duplicate has made.
+const (
+	EmptyReceives = "ReceiveMessage (empty)"
+	CopiesMade    = "ReceiveMessage (copies made)"
+)
 
 // Answered is how many requests of each operation the proxy has taken
-// (counted as they arrive), refused ones included, and under
-// EmptyReceives how many receives it answered with no message.
+// (counted as they arrive), refused ones included, under EmptyReceives
+// how many receives it answered with no message, and under CopiesMade
+// how many copies Duplicate has made.
 func (p *Proxy) Answered() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -639,6 +644,7 @@ func (p *Proxy) copyReceived(queue string, resp []byte) {
 	for _, m := range out.Messages {
 		if rand.Float64() < p.dupShare {
 			p.copies[queue] = append(p.copies[queue], m)
+			p.answered[CopiesMade]++
 		}
 	}
 }

@@ -290,8 +290,8 @@ func TestDuplicateDeliversAMessageTwice(t *testing.T) {
 		t.Fatalf("first receive: %d messages, %v; want the message", len(first), err)
 	}
 	px.Duplicate(0)
-	if n := px.Copies(); n != 1 {
-		t.Errorf("Copies = %d before the next receive; want 1", n)
+	if n, made := px.Copies(), px.Answered()[sqssim.CopiesMade]; n != 1 || made != 1 {
+		t.Errorf("Copies = %d before the next receive, %d made; want 1, 1", n, made)
 	}
 	again, err := receive(t, c, url, 10, 1, 30)
 	if err != nil || len(again) != 1 || aws.ToString(again[0].MessageId) != aws.ToString(first[0].MessageId) ||

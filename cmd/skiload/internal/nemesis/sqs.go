@@ -102,10 +102,12 @@ func sqsKinds(px *sqssim.Proxy) []kind {
 	}}
 	duplicate := target{name: "sqs", busy: "sqs " + Duplicate, inject: func(ctx context.Context, d time.Duration, rng *rand.Rand) (string, error) {
 		s := share(rng)
+		before := px.Answered()[sqssim.CopiesMade]
 		px.Duplicate(s)
 		sleep(ctx, d)
 		px.Duplicate(0)
-		return fmt.Sprintf("%.0f%% of the messages received for %s delivered again", 100*s, d.Round(time.Millisecond)), nil
+		made := px.Answered()[sqssim.CopiesMade] - before
+		return fmt.Sprintf("%.0f%% of the messages received for %s delivered again: %d copies", 100*s, d.Round(time.Millisecond), made), nil
 	}}
 	return []kind{{name: Throttle, targets: []target{throttle}}, {name: Duplicate, targets: []target{duplicate}}}
 }
