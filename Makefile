@@ -33,7 +33,8 @@ test-deploy: services
 ## target fails on any violation. SOAK_MODES picks modes (comma-separated,
 ## e.g. rabbitmq-postgres,rabbitmq-cluster), SOAK_SEED repeats a run's
 ## draws. Histories, reports, charts and logs go to soak/<mode>/. Runs
-## PostgreSQL and RabbitMQ nodes of its own, never the machine's.
+## PostgreSQL and RabbitMQ nodes of its own, never the machine's, and the
+## SQS and DynamoDB stand-ins the tests use (npm ci, as services does).
 SOAK_DURATION ?= 10m
 SOAK_MODES ?=
 SOAK_SEED ?= 0

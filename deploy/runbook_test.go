@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/test/dynamotest"
 	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/sqstest"
@@ -412,7 +413,7 @@ func startLocalStack(t *testing.T) *localStack {
 // argument; fauxqs does not model a redrive-allow policy).
 func createStackQueues(t *testing.T, tpl map[string]any, stack string) {
 	t.Helper()
-	c := sqstest.Client(sqstest.EndpointOrStart(t))
+	c := sqssim.Client(sqstest.EndpointOrStart(t))
 	queues := resourceEntries(t, tpl, "AWS::SQS::Queue")
 	arns := map[string]string{}
 	for _, res := range []string{"RideDeadLetterQueue", "RideQueue"} {

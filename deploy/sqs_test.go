@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/queuetest"
@@ -22,7 +23,7 @@ import (
 
 // The SQS side of the template held to the adapter: each role's SQS
 // actions are those adapters/sqs calls in that role, recorded through the
-// stand-in's strict proxy (test/sqstest) as the DynamoDB actions are
+// stand-in's strict proxy (adapters/sqs/sqssim) as the DynamoDB actions are
 // recorded through the SDK (template_test.go), and the queues' attributes
 // are those `skiapi queues create` (sqs.CreateQueues) sets.
 
@@ -45,7 +46,7 @@ type sqsRecorder struct {
 func newSQSRecorder(t *testing.T) (*sqsRecorder, string) {
 	t.Helper()
 	r := &sqsRecorder{actions: map[string]map[string]bool{}, created: map[string]map[string]string{}}
-	px := sqstest.NewProxyOf(t, sqstest.UpstreamOrStart(t), sqstest.Options{Observe: r.observe})
+	px := sqstest.NewProxyOf(t, sqstest.UpstreamOrStart(t), sqssim.Options{Observe: r.observe})
 	return r, px.URL
 }
 

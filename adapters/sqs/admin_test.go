@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/test/queuetest"
 	"github.com/skidata/skidata/test/sqstest"
@@ -21,7 +22,7 @@ import (
 // attributes reads a queue's attributes through the test server.
 func attributes(t *testing.T, name string) map[string]string {
 	t.Helper()
-	c := sqstest.Client(sqstest.Endpoint(t))
+	c := sqssim.Client(sqstest.Endpoint(t))
 	u, err := c.GetQueueUrl(sqstest.Context(t), &awssqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatalf("find queue %s: %v", name, err)

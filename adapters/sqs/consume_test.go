@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/queuetest"
@@ -20,7 +21,7 @@ import (
 // same queue never gets it, and the ack at the end deletes it.
 func TestHeldPastItsVisibilityTimeoutIsExtendedNotRedelivered(t *testing.T) {
 	const visibility = 2 * time.Second
-	q, px, cfg := viaProxy(t, sqs.Config{VisibilityTimeout: visibility}, sqstest.Options{})
+	q, px, cfg := viaProxy(t, sqs.Config{VisibilityTimeout: visibility}, sqssim.Options{})
 	publish(t, q, queuetest.Rides(2, 1))
 	ch := deliveries(t, q)
 	d := take(t, ch, 1)[0]
@@ -123,7 +124,7 @@ func TestCloseHandsBackWhatWasReceivedButNotHandedOut(t *testing.T) {
 // messages wait), and settling some lets them receive again.
 func TestPollersStopReceivingAtMaxHeld(t *testing.T) {
 	const maxHeld = 10
-	q, px, cfg := viaProxy(t, sqs.Config{MaxHeld: maxHeld, Pollers: 2}, sqstest.Options{})
+	q, px, cfg := viaProxy(t, sqs.Config{MaxHeld: maxHeld, Pollers: 2}, sqssim.Options{})
 	publishEach(t, q, queuetest.Rides(25, 1))
 	ch := deliveries(t, q)
 	held := take(t, ch, maxHeld)
@@ -147,10 +148,10 @@ func TestPollersStopReceivingAtMaxHeld(t *testing.T) {
 // with the entry failed on SQS's side, twice; Ack sends it again and
 // succeeds, and the message is gone.
 func TestAckRetriesEntriesSQSFailedOnItsSide(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
 	publish(t, q, queuetest.Rides(1, 1))
 	d := take(t, deliveries(t, q), 1)[0]
-	px.FailEntries("DeleteMessageBatch", 2, sqstest.EntryInternalError)
+	px.FailEntries("DeleteMessageBatch", 2, sqssim.EntryInternalError)
 	ack(t, q, d)
 	if got := px.Answered()["DeleteMessageBatch"]; got != 3 {
 		t.Errorf("SQS answered %d deletes; want 3 (the entry failed twice, then deleted)", got)
@@ -162,12 +163,12 @@ func TestAckRetriesEntriesSQSFailedOnItsSide(t *testing.T) {
 // on every try; Ack says so (ErrUnavailable) and the message is delivered
 // again once its visibility timeout ends.
 func TestAckSQSKeepsFailingIsAnErrorAndTheMessageComesBack(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
 	rides := queuetest.Rides(2, 1)
 	publish(t, q, rides)
 	ch := deliveries(t, q)
 	d := take(t, ch, 1)[0]
-	px.FailEntries("DeleteMessageBatch", 3, sqstest.EntryInternalError)
+	px.FailEntries("DeleteMessageBatch", 3, sqssim.EntryInternalError)
 	if err := q.Ack(sqstest.Context(t), []ports.Delivery{d}); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("Ack with the entry failing on every try = %v; want ErrUnavailable", err)
 	}
@@ -183,10 +184,10 @@ func TestAckSQSKeepsFailingIsAnErrorAndTheMessageComesBack(t *testing.T) {
 // as the sender's fault (a receipt handle it does not know) would fail
 // again; Ack reports it at once.
 func TestAckEntryRefusedAsTheSendersFaultIsNotRetried(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
 	publish(t, q, queuetest.Rides(1, 1))
 	d := take(t, deliveries(t, q), 1)[0]
-	px.FailEntries("DeleteMessageBatch", 1, sqstest.EntryError{Code: "ReceiptHandleIsInvalid", Message: "The input receipt handle is invalid.", SenderFault: true})
+	px.FailEntries("DeleteMessageBatch", 1, sqssim.EntryError{Code: "ReceiptHandleIsInvalid", Message: "The input receipt handle is invalid.", SenderFault: true})
 	if err := q.Ack(sqstest.Context(t), []ports.Delivery{d}); err == nil {
 		t.Fatal("Ack of an entry SQS refused = nil; want the refusal")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/poll"
@@ -24,7 +25,7 @@ import (
 // serves for DepthInterval; a new one is read only once it has passed.
 func TestDepthIsReadAtMostOncePerInterval(t *testing.T) {
 	const interval = 2 * time.Second
-	q, px, _ := viaProxy(t, sqs.Config{DepthInterval: interval}, sqstest.Options{})
+	q, px, _ := viaProxy(t, sqs.Config{DepthInterval: interval}, sqssim.Options{})
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range 50 {
@@ -96,8 +97,8 @@ func TestDepthCountsMessagesAndEstimatesRides(t *testing.T) {
 // request bills one unit.
 func TestRequestCountersCountWhatReachedSQS(t *testing.T) {
 	m := &requestMetrics{}
-	q, px, _ := viaProxy(t, sqs.Config{Pollers: 1, Metrics: m}, sqstest.Options{})
-	px.Refuse("SendMessage", 1, sqstest.Throttled)
+	q, px, _ := viaProxy(t, sqs.Config{Pollers: 1, Metrics: m}, sqssim.Options{})
+	px.Refuse("SendMessage", 1, sqssim.Throttled)
 	publishEach(t, q, queuetest.Rides(3, 1))
 	ch := deliveries(t, q)
 	ds := take(t, ch, 3)
@@ -122,8 +123,8 @@ func TestRequestCountersCountWhatReachedSQS(t *testing.T) {
 	// may count one receive more.
 	poll.Until(t, queuetest.Deadline, "the proxy's empty receives settled", func() string {
 		a := px.Answered()
-		if a["ReceiveMessage"]-int(got.Receive) != a[sqstest.EmptyReceives]-int(got.EmptyReceive) {
-			return fmt.Sprintf("proxy: %d receives, %d empty; adapter: %d, %d", a["ReceiveMessage"], a[sqstest.EmptyReceives], got.Receive, got.EmptyReceive)
+		if a["ReceiveMessage"]-int(got.Receive) != a[sqssim.EmptyReceives]-int(got.EmptyReceive) {
+			return fmt.Sprintf("proxy: %d receives, %d empty; adapter: %d, %d", a["ReceiveMessage"], a[sqssim.EmptyReceives], got.Receive, got.EmptyReceive)
 		}
 		return ""
 	})

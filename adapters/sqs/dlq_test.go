@@ -10,6 +10,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/poll"
@@ -82,12 +83,12 @@ func TestRejectMovesExactlyTheRefusedRidesToTheDLQWithTheReason(t *testing.T) {
 // send fails; Reject says so, and the message is delivered again whole
 // rather than losing the refused ride.
 func TestRejectThatCannotReachTheDLQHandsTheMessageBack(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
 	rides := queuetest.Rides(2, 1)
 	publish(t, q, rides)
 	ch := deliveries(t, q)
 	d := take(t, ch, 1)[0]
-	px.Refuse("SendMessage", 3, sqstest.InternalError)
+	px.Refuse("SendMessage", 3, sqssim.InternalError)
 	if err := q.Reject(sqstest.Context(t), d, d.Rides[:1]); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("Reject with the dead-letter queue unreachable = %v; want ErrUnavailable", err)
 	}
@@ -135,7 +136,7 @@ func TestRedrivePolicyMovesAMessageReceivedMaxReceiveCountTimes(t *testing.T) {
 // marked unreadable with why, and replay leaves it there.
 func TestUnreadableMessageIsDeadLetteredAtOnce(t *testing.T) {
 	q, cfg := newQueue(t, sqs.Config{})
-	c := sqstest.Client(sqstest.Endpoint(t))
+	c := sqssim.Client(sqstest.Endpoint(t))
 	url, err := c.GetQueueUrl(sqstest.Context(t), &awssqs.GetQueueUrlInput{QueueName: aws.String(cfg.Queue)})
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,6 @@
 // CloudWatch metric only.
 //
 // docs/sqs.md describes the queues, what a 201 means, SQS's limits with
-// their sources, and what the local stand-in (fauxqs, test/sqstest) does
-// and does not model.
+// their sources, and what the local stand-in (fauxqs behind the strict
+// proxy of adapters/sqs/sqssim) does and does not model.
 package sqs

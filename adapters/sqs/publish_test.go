@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/skidata/skidata/adapters/sqs"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/queuetest"
@@ -19,7 +20,7 @@ import (
 
 // viaProxy makes fresh queues and opens a Queue on them through a strict
 // proxy of the test's own, to inject faults and count requests.
-func viaProxy(t *testing.T, cfg sqs.Config, opts sqstest.Options) (*sqs.Queue, *sqstest.Proxy, sqs.Config) {
+func viaProxy(t *testing.T, cfg sqs.Config, opts sqssim.Options) (*sqs.Queue, *sqssim.Proxy, sqs.Config) {
 	t.Helper()
 	cfg = testConfig(t, cfg)
 	createQueues(t, cfg)
@@ -62,8 +63,8 @@ func consumeAll(t *testing.T, q *sqs.Queue, messages int) [][]domain.LiftRide {
 // first two sends; Publish retries (the SDK, with backoff) and returns nil
 // only after the third was accepted, and the message is in the queue once.
 func TestPublishThrottledIsRetriedAndReturnsOnceAccepted(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
-	px.Refuse("SendMessage", 2, sqstest.Throttled)
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
+	px.Refuse("SendMessage", 2, sqssim.Throttled)
 	rides := queuetest.Rides(3, 1)
 	publish(t, q, rides)
 	if got := px.Answered()["SendMessage"]; got != 3 {
@@ -81,8 +82,8 @@ func TestPublishThrottledIsRetriedAndReturnsOnceAccepted(t *testing.T) {
 // the SDK makes; Publish returns ErrUnavailable (a 503, not a 201) and the
 // queue holds nothing.
 func TestPublishRefusedOnEveryAttemptIsUnavailable(t *testing.T) {
-	q, px, _ := viaProxy(t, sqs.Config{}, sqstest.Options{})
-	px.Refuse("SendMessage", 3, sqstest.InternalError)
+	q, px, _ := viaProxy(t, sqs.Config{}, sqssim.Options{})
+	px.Refuse("SendMessage", 3, sqssim.InternalError)
 	err := q.Publish(sqstest.Context(t), queuetest.Rides(1, 1))
 	if !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, ports.ErrQueueFull) {
 		t.Fatalf("Publish with every attempt failed = %v; want ErrUnavailable (not ErrQueueFull)", err)

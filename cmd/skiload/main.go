@@ -199,14 +199,16 @@ const nemesisUsage = `Usage: skiload nemesis [flags]
 Runs the service under random faults, mode after mode (--modes), and
 accounts for every ride afterwards (docs/reliability.md). For each mode it
 starts servers of its own (a PostgreSQL in a temporary directory, RabbitMQ
-nodes through --rabbitmq-script; never the machine's), an in-process
+nodes through --rabbitmq-script, the SQS and DynamoDB stand-ins the tests
+use; never the machine's), an in-process
 toxiproxy proxy on every link from a skiapi process to a server, and
 --skiapi as the mode's processes, started again whenever they exit. For
 --duration it sends --rate requests a second (POSTs of unique, numbered
 rides; one in --get-every a GET of the same skier) while it injects
 faults drawn from --seed, one or two at a time: kill, term and pause of
 each process; partition, cut and latency of each link; a restart of the
-database and of a broker node. Then it waits for the processes to be
+database and of a broker node; SQS throttling and delivering messages
+twice. Then it waits for the processes to be
 ready and the queue to drain, reads the store's rows and the API's
 totals, and checks: every ride answered 201 stored exactly once, no
 other ride stored twice, nothing stored that was never sent, every total

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/sqstest"
@@ -99,7 +100,7 @@ func startSQSRole(t *testing.T, name, bin string, flags ...string) *proc {
 // flight, read from the stand-in itself.
 func sqsMessages(t *testing.T, queue string) (int, error) {
 	t.Helper()
-	c := sqstest.Client(sqstest.EndpointOrStart(t))
+	c := sqssim.Client(sqstest.EndpointOrStart(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	u, err := c.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String(queue)})
@@ -191,8 +192,8 @@ func TestSQSConsumerKilledMidBatchIsRedeliveredAndStoredOnce(t *testing.T) {
 	bin := buildSkiapi(t)
 	flags, schema, admin := sqsRolesSetup(t, bin)
 	api := startSQSRole(t, "api", bin, append([]string{"--role", "api"}, flags...)...)
-	px := sqstest.NewProxyOf(t, sqstest.UpstreamOrStart(t), sqstest.Options{})
-	px.Refuse("DeleteMessageBatch", 10_000, sqstest.InternalError)
+	px := sqstest.NewProxyOf(t, sqstest.UpstreamOrStart(t), sqssim.Options{})
+	px.Refuse("DeleteMessageBatch", 10_000, sqssim.InternalError)
 	consumerFlags := append([]string{"--role", "consumer", "--batch-size", "20", "--sqs-visibility-timeout", "3s"}, flags...)
 	first := startSQSRole(t, "consumer 1", bin, append(consumerFlags, "--sqs-endpoint", px.URL)...)
 

@@ -1,10 +1,7 @@
-// Package sqstest runs fauxqs, an Amazon SQS stand-in on Node.js, for the
-// sqs adapter's tests: there is no Docker on the machines, and fauxqs is
-// pinned in test/sqs/package.json (install: npm ci --prefix test/sqs).
-// Clients reach it through a strict proxy (Proxy) that refuses what SQS
-// refuses and fauxqs accepts, models SQS's in-flight quota, and injects
-// throttling and failed batch entries on demand; docs/sqs.md says what is
-// and is not modelled.
+// Package sqstest runs the SQS stand-in (adapters/sqs/sqssim: fauxqs
+// behind the strict proxy) for the tests: there is no Docker on the
+// machines, and fauxqs is pinned in test/sqs/package.json (install: npm
+// ci --prefix test/sqs).
 //
 // A test binary starts one server in TestMain (Main), or uses the fauxqs
 // SKIDATA_TEST_SQS_ENDPOINT names; each test case then makes queues of its
@@ -23,8 +20,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 )
 
 // EnvEndpoint names an already running fauxqs to use instead of starting
@@ -32,7 +30,7 @@ import (
 const EnvEndpoint = "SKIDATA_TEST_SQS_ENDPOINT"
 
 // Region is the region the tests' clients sign for.
-const Region = "us-east-1"
+const Region = sqssim.Region
 
 var (
 	endpoint string // the strict proxy every test client goes through
@@ -54,7 +52,7 @@ func Main(m *testing.M) int {
 		}
 	}
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		px, err := StartProxy(ep, Options{})
+		px, err := sqssim.StartProxy(ep, sqssim.Options{})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 			return 1
@@ -63,7 +61,7 @@ func Main(m *testing.M) int {
 		endpoint, upstream = px.URL, ep
 		return m.Run()
 	}
-	srv, err := Start()
+	srv, err := sqssim.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: no SQS test server (fauxqs): %v\n", err)
 		return 1
@@ -95,9 +93,10 @@ func Upstream(t testing.TB) string {
 
 // started is the fauxqs EndpointOrStart started for a binary without Main.
 var started struct {
-	once sync.Once
-	srv  *Server
-	err  error
+	once      sync.Once
+	srv       *sqssim.Server
+	proxyOnly *sqssim.Proxy // the proxy in front of EnvEndpoint's server
+	err       error
 }
 
 // EndpointOrStart is for tests in a binary without Main (end-to-end tests
@@ -124,19 +123,20 @@ func UpstreamOrStart(t testing.TB) string {
 	return startOnce(t).Upstream
 }
 
-func startOnce(t testing.TB) *Server {
+func startOnce(t testing.TB) *sqssim.Server {
 	t.Helper()
 	started.once.Do(func() {
 		if ep := os.Getenv(EnvEndpoint); ep != "" {
-			px, err := StartProxy(ep, Options{})
+			px, err := sqssim.StartProxy(ep, sqssim.Options{})
 			if err != nil {
 				started.err = err
 				return
 			}
-			started.srv = &Server{Endpoint: px.URL, Upstream: ep, Proxy: px}
+			started.proxyOnly = px
+			started.srv = &sqssim.Server{Endpoint: px.URL, Upstream: ep, Proxy: px}
 			return
 		}
-		started.srv, started.err = Start()
+		started.srv, started.err = sqssim.Start()
 	})
 	if started.err != nil {
 		t.Fatalf("no SQS test server (fauxqs): %v", started.err)
@@ -146,20 +146,19 @@ func startOnce(t testing.TB) *Server {
 
 // StopStarted stops what EndpointOrStart started, if anything.
 func StopStarted() {
-	if s := started.srv; s != nil {
-		if s.cmd == nil { // EnvEndpoint's: only the proxy is ours
-			s.Proxy.Close()
-			return
-		}
-		s.Stop()
+	switch {
+	case started.proxyOnly != nil: // EnvEndpoint's: only the proxy is ours
+		started.proxyOnly.Close()
+	case started.srv != nil:
+		started.srv.Stop()
 	}
 }
 
 // NewProxyOf starts a strict proxy with opts in front of upstream (as
 // UpstreamOrStart gives it) and stops it when the test ends.
-func NewProxyOf(t testing.TB, upstream string, opts Options) *Proxy {
+func NewProxyOf(t testing.TB, upstream string, opts sqssim.Options) *sqssim.Proxy {
 	t.Helper()
-	px, err := StartProxy(upstream, opts)
+	px, err := sqssim.StartProxy(upstream, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +169,7 @@ func NewProxyOf(t testing.TB, upstream string, opts Options) *Proxy {
 // NewProxy starts a strict proxy with opts of the test's own in front of
 // the fauxqs Main started (to inject faults, count one test's requests or
 // lower the in-flight limit) and stops it when the test ends.
-func NewProxy(t testing.TB, opts Options) *Proxy {
+func NewProxy(t testing.TB, opts sqssim.Options) *sqssim.Proxy {
 	t.Helper()
 	if upstream == "" {
 		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
@@ -195,15 +194,6 @@ func QueueName(t testing.TB) string {
 	return name[:min(len(name), 80-len("-dlq")-len(suffix))] + suffix
 }
 
-// Client returns a client for endpoint with static test credentials.
-func Client(endpoint string) *sqs.Client {
-	return sqs.New(sqs.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-}
-
 // Context returns a context that ends with the test.
 func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -217,7 +207,7 @@ func DeleteQueuesAtEnd(t testing.TB, endpoint string, names ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c := Client(endpoint)
+		c := sqssim.Client(endpoint)
 		for _, name := range names {
 			if u, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err == nil {
 				_, _ = c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: u.QueueUrl})

@@ -1,7 +1,7 @@
 // Command sqsstandin runs the SQS stand-in the tests use, fauxqs behind
-// the strict proxy (test/sqstest), for load runs by hand: it prints the
-// endpoint to give skiapi (--sqs-endpoint) and runs until SIGINT or
-// SIGTERM. With -create NAME it first makes the queue NAME and NAME-dlq
+// the strict proxy (adapters/sqs/sqssim), for load runs by hand: it
+// prints the endpoint to give skiapi (--sqs-endpoint) and runs until
+// SIGINT or SIGTERM. With -create NAME it first makes the queue NAME and NAME-dlq
 // as `skiapi queues create` does.
 //
 //	go run ./test/sqstest/sqsstandin -create skidata-rides
@@ -16,13 +16,13 @@ import (
 	"syscall"
 
 	"github.com/skidata/skidata/adapters/sqs"
-	"github.com/skidata/skidata/test/sqstest"
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 )
 
 func main() {
 	create := flag.String("create", "", "make this ride queue and its dead-letter queue before serving")
 	flag.Parse()
-	srv, err := sqstest.Start()
+	srv, err := sqssim.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sqsstandin:", err)
 		os.Exit(1)
@@ -34,7 +34,7 @@ func main() {
 				os.Setenv(k, v)
 			}
 		}
-		if _, err := sqs.CreateQueues(context.Background(), sqs.Config{Queue: *create, Endpoint: srv.Endpoint, Region: sqstest.Region}); err != nil {
+		if _, err := sqs.CreateQueues(context.Background(), sqs.Config{Queue: *create, Endpoint: srv.Endpoint, Region: sqssim.Region}); err != nil {
 			fmt.Fprintln(os.Stderr, "sqsstandin:", err)
 			srv.Stop()
 			os.Exit(1)

@@ -27,6 +27,7 @@ var FaultColors = map[string]string{
 	Kill: "#f6cfcf", Term: "#fbe0c4", Pause: "#fbf1b0",
 	Partition: "#ddd3f1", Cut: "#c9def2", Latency: "#d3ecd1",
 	DBRestart: "#e6d3c1", BrokerRestart: "#d8d8d8",
+	Throttle: "#f3d1ea", Duplicate: "#cdeeee",
 }
 
 // chartSecond is what the POSTs answered in one second of the run did.

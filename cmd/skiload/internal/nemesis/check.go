@@ -21,11 +21,16 @@ type SkierDay struct{ Resort, Season, Day, Skier int32 }
 // SkierSeason is what a season-totals GET asks about.
 type SkierSeason struct{ Resort, Season, Skier int32 }
 
-// Totals is what the API answered, after the drain, about every skier-day
-// and skier-season the load posted rides for.
+// ResortDay is what a resort-day unique-skiers GET asks about.
+type ResortDay struct{ Resort, Season, Day int32 }
+
+// Totals is what the API answered, after the drain, about every skier-day,
+// skier-season and resort-day the load posted rides for.
 type Totals struct {
 	Day    map[SkierDay]int64
 	Season map[SkierSeason]int64
+	// Skiers is each resort-day's unique skiers.
+	Skiers map[ResortDay]int64
 }
 
 // Kinds of violation.
@@ -34,8 +39,9 @@ const (
 	Duplicated = "duplicated" // stored more than once
 	Phantom    = "phantom"    // stored, never sent
 	// A total the API answered after the drain, short of or over the sum
-	// of the stored rides: a stored ride the read path does not count,
-	// or counts twice.
+	// of the stored rides (or a resort-day's unique skiers, of the
+	// distinct skiers of its stored rides): a stored ride the read path
+	// does not count, or counts twice.
 	TotalShort = "total-short"
 	TotalOver  = "total-over"
 	// A read during the run above the final sum: it counted a ride that
@@ -113,7 +119,8 @@ const aftermath = 5 * time.Second
 // the API answered after the drain: every ride answered 201 stored
 // exactly once; a ride answered otherwise stored at most once; nothing
 // stored that was never sent; every total equal to the sum of the stored
-// rides; no read during the run above that sum.
+// rides, and every resort-day's unique skiers to the distinct skiers of
+// its stored rides; no read during the run above the sum.
 func Check(h History, stored Stored, totals Totals) Verdict {
 	var v Verdict
 	posts := map[loadgen.Ride][]Op{}
@@ -165,9 +172,17 @@ func Check(h History, stored Stored, totals Totals) Verdict {
 	// The sums the API must answer: every stored row counts.
 	daySum := map[SkierDay]int64{}
 	seasonSum := map[SkierSeason]int64{}
+	skierDays := map[SkierDay]bool{}
 	for r, n := range stored {
 		daySum[dayOf(r)] += int64(n) * r.Vertical()
 		seasonSum[seasonOf(r)] += int64(n) * r.Vertical()
+		if n > 0 {
+			skierDays[dayOf(r)] = true
+		}
+	}
+	skiers := map[ResortDay]int64{} // the distinct skiers of each resort-day's stored rides
+	for d := range skierDays {
+		skiers[ResortDay{d.Resort, d.Season, d.Day}]++
 	}
 	reads := map[string][]Op{}
 	for _, o := range h.Ops {
@@ -187,14 +202,21 @@ func Check(h History, stored Stored, totals Totals) Verdict {
 		}
 		k := map[bool]string{true: TotalShort, false: TotalOver}[got < want]
 		ops := reads[kind+" "+what]
+		sum := "the stored rides sum to"
+		if kind == OpSkiers {
+			sum = "the stored rides are of"
+		}
 		v.Violations = append(v.Violations, Violation{Kind: k, What: kind + " " + what,
-			Detail: fmt.Sprintf("the API answered %d after the drain; the stored rides sum to %d", got, want), Ops: ops[max(0, len(ops)-5):]})
+			Detail: fmt.Sprintf("the API answered %d after the drain; %s %d", got, sum, want), Ops: ops[max(0, len(ops)-5):]})
 	}
 	for _, d := range slices.SortedFunc(maps.Keys(totals.Day), compareDays) {
 		final(OpDay, d.String(), totals.Day[d], daySum[d])
 	}
 	for _, s := range slices.SortedFunc(maps.Keys(totals.Season), compareSeasons) {
 		final(OpSeason, s.String(), totals.Season[s], seasonSum[s])
+	}
+	for _, d := range slices.SortedFunc(maps.Keys(totals.Skiers), compareResortDays) {
+		final(OpSkiers, d.String(), totals.Skiers[d], skiers[d])
 	}
 	for _, k := range slices.Sorted(maps.Keys(reads)) {
 		ops := reads[k]
@@ -260,15 +282,26 @@ func seasonOf(r loadgen.Ride) SkierSeason {
 	return SkierSeason{r.ResortID, r.Season, r.SkierID}
 }
 
+func resortDayOf(r loadgen.Ride) ResortDay {
+	return ResortDay{r.ResortID, r.Season, r.Day}
+}
+
 func readKey(o Op) string {
-	if o.Kind == OpDay {
+	switch o.Kind {
+	case OpDay:
 		return OpDay + " " + dayOf(o.Ride).String()
+	case OpSkiers:
+		return OpSkiers + " " + resortDayOf(o.Ride).String()
 	}
 	return OpSeason + " " + seasonOf(o.Ride).String()
 }
 
 func (d SkierDay) String() string {
 	return fmt.Sprintf("skier %d, resort %d, season %d, day %d", d.Skier, d.Resort, d.Season, d.Day)
+}
+
+func (d ResortDay) String() string {
+	return fmt.Sprintf("resort %d, season %d, day %d", d.Resort, d.Season, d.Day)
 }
 
 func (s SkierSeason) String() string {
@@ -291,6 +324,10 @@ func compareRides(a, b loadgen.Ride) int {
 
 func compareDays(a, b SkierDay) int {
 	return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day), cmp.Compare(a.Skier, b.Skier))
+}
+
+func compareResortDays(a, b ResortDay) int {
+	return cmp.Or(cmp.Compare(a.Resort, b.Resort), cmp.Compare(a.Season, b.Season), cmp.Compare(a.Day, b.Day))
 }
 
 func compareSeasons(a, b SkierSeason) int {

@@ -32,8 +32,11 @@ func history(l load, n int, refused map[int]int) (History, Stored) {
 // totalsOf is what the API answers when it counts exactly the stored
 // rows.
 func totalsOf(stored Stored) Totals {
-	t := Totals{Day: map[SkierDay]int64{}, Season: map[SkierSeason]int64{}}
+	t := Totals{Day: map[SkierDay]int64{}, Season: map[SkierSeason]int64{}, Skiers: map[ResortDay]int64{}}
 	for r, n := range stored {
+		if _, counted := t.Day[dayOf(r)]; !counted {
+			t.Skiers[resortDayOf(r)]++
+		}
 		t.Day[dayOf(r)] += int64(n) * r.Vertical()
 		t.Season[seasonOf(r)] += int64(n) * r.Vertical()
 	}
@@ -91,15 +94,17 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 
 // TestCheckFindsTotalsThatDoNotMatchTheStoredRides: a store whose rows
 // are right but whose API counts a ride twice in a day vertical (as a
-// counter model could), misses one from a season total, or answered a
-// read during the run above what is stored: each is a violation, though
-// every row is right.
+// counter model could), misses one from a season total, misses a skier
+// from a resort-day's unique skiers (as a marker never written would), or
+// answered a read during the run above what is stored: each is a
+// violation, though every row is right.
 func TestCheckFindsTotalsThatDoNotMatchTheStoredRides(t *testing.T) {
 	h, stored := history(testLoad, 50, nil)
 	totals := totalsOf(stored)
 	over, short := dayOf(testLoad.ride(3)), seasonOf(testLoad.ride(4))
 	totals.Day[over] += testLoad.ride(3).Vertical()
 	totals.Season[short] -= testLoad.ride(4).Vertical()
+	totals.Skiers[resortDayOf(testLoad.ride(5))]--
 	read := Op{Kind: OpDay, Ride: loadgen.Ride{ResortID: 1, Season: 2025, Day: 1, SkierID: testLoad.ride(5).SkierID}, Sent: time.Second, End: time.Second + time.Millisecond, Status: 200}
 	read.Value = totalsOf(stored).Day[dayOf(read.Ride)] + 10
 	h.Ops = append(h.Ops, read)
@@ -108,11 +113,11 @@ func TestCheckFindsTotalsThatDoNotMatchTheStoredRides(t *testing.T) {
 	for _, viol := range v.Violations {
 		got[viol.Kind]++
 	}
-	if got[TotalOver] != 1 || got[TotalShort] != 1 || got[ReadOver] != 1 || len(v.Violations) != 3 {
-		t.Errorf("violations %v; want one total over, one total short, one read over:\n%v", got, v.Violations)
+	if got[TotalOver] != 1 || got[TotalShort] != 2 || got[ReadOver] != 1 || len(v.Violations) != 4 {
+		t.Errorf("violations %v; want one total over, two short (a season total, a resort-day's skiers), one read over:\n%v", got, v.Violations)
 	}
-	if v.Lost != 1 || v.Duplicated != 2 || v.Phantom != 0 {
-		t.Errorf("lost %d, duplicated %d, phantom %d; want 1 (the short total), 2 (the total and the read over), 0", v.Lost, v.Duplicated, v.Phantom)
+	if v.Lost != 2 || v.Duplicated != 2 || v.Phantom != 0 {
+		t.Errorf("lost %d, duplicated %d, phantom %d; want 2 (the short total and skiers), 2 (the total and the read over), 0", v.Lost, v.Duplicated, v.Phantom)
 	}
 }
 

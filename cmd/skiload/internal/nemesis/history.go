@@ -17,6 +17,9 @@ const (
 	OpPost   = "post"   // a ride
 	OpDay    = "day"    // a skier's day vertical
 	OpSeason = "season" // a skier's season total at the resort
+	// OpSkiers is a resort-day's unique skiers: asked once each after the
+	// drain, not by the load.
+	OpSkiers = "skiers"
 )
 
 // Op is one request of the load and what came back. Times are since the

@@ -96,11 +96,15 @@ func (l load) request(base string, j int) (*http.Request, error) {
 		httpapi.WriteNewLiftRideJSONRequestBody{Time: &r.Time, LiftID: &r.LiftID})
 }
 
-// getRequest is the GET that reads what o (a day or season op) is about.
+// getRequest is the GET that reads what o (a day, season or skiers op) is
+// about.
 func getRequest(base string, o Op) (*http.Request, error) {
 	r := o.Ride
-	if o.Kind == OpDay {
+	switch o.Kind {
+	case OpDay:
 		return httpapi.NewGetSkierDayVerticalRequest(httpapi.ServerURL(base), r.ResortID, strconv.Itoa(int(r.Season)), strconv.Itoa(int(r.Day)), r.SkierID)
+	case OpSkiers:
+		return httpapi.NewGetResortSkiersDayRequest(httpapi.ServerURL(base), r.ResortID, r.Season, r.Day)
 	}
 	return httpapi.NewGetSkierResortTotalsRequest(httpapi.ServerURL(base), r.SkierID, &httpapi.GetSkierResortTotalsParams{
 		Resort: []string{strconv.Itoa(int(r.ResortID))}, Season: &[]string{strconv.Itoa(int(r.Season))}})
@@ -148,10 +152,18 @@ func (l load) run(ctx context.Context, base func() string, zero time.Time) []Op 
 	return ops[:sent]
 }
 
-// readValue is the vertical a GET's answer says.
+// readValue is the vertical (or, for a skiers op, the number of skiers)
+// a GET's answer says.
 func readValue(kind string, status int, body []byte) (int64, error) {
 	if status == http.StatusNotFound {
 		return 0, nil
+	}
+	if kind == OpSkiers {
+		var rs httpapi.ResortSkiers
+		if err := json.Unmarshal(body, &rs); err != nil {
+			return 0, fmt.Errorf("resort skiers %q: %w", body, err)
+		}
+		return int64(rs.NumSkiers), nil
 	}
 	if kind == OpDay {
 		v, err := strconv.ParseInt(string(bytes.TrimSpace(body)), 10, 64)

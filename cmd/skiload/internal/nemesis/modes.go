@@ -20,15 +20,19 @@ var Modes = []Mode{
 	{Name: "inproc-postgres", Queue: inprocQueue, Store: postgresStore},
 	{Name: "rabbitmq-postgres", Queue: rabbitQueue(1), Store: postgresStore, Split: true},
 	{Name: "rabbitmq-cluster", Queue: rabbitQueue(3), Store: postgresStore, Split: true},
+	{Name: "sqs-postgres", Queue: sqsQueue, Store: postgresStore, Split: true},
+	{Name: "sqs-dynamo", Queue: sqsQueue, Store: dynamoStore, Split: true},
 }
 
 // backend is a queue or a store as a mode runs it: it starts the servers
 // it needs, in the run's directories and on its ports.
 type backend func(ctx context.Context, env env) (*started, error)
 
-// env is what a backend may need from the run's configuration.
+// env is what a backend may need from the run.
 type env struct {
 	rabbitmqScript string
+	skiapi, logs   string
+	say            func(format string, args ...any)
 }
 
 // started is a backend up and running.
@@ -40,6 +44,16 @@ type started struct {
 	// prepare is skiapi commands run once, before the processes start,
 	// against the servers directly (a store's resorts).
 	prepare [][]string
+	// environ is what every skiapi process, and prepare, needs in its
+	// environment (a stand-in's credentials).
+	environ []string
+	// kinds are fault kinds of the backend's own, beyond the processes',
+	// the links' and the restarts (SQS throttling).
+	kinds []kind
+	// drained, when set, says from the queue's server itself what the
+	// queue still holds ("" when nothing), where a process's /readyz
+	// may report a depth older than the load's end.
+	drained func(ctx context.Context) string
 	// rides reads what a store holds, from the store itself.
 	rides func(ctx context.Context) (Stored, error)
 	// stop stops the servers for good, keeping their logs in logDir.

@@ -71,6 +71,8 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 	t.Logf("seed %d (NEMESIS_SEED=%d repeats its draws)", seed, seed)
 	reports := make([]Report, len(Modes))
 	progress := make([]lockedBuffer, len(Modes))
+	took := make([]time.Duration, len(Modes))
+	start := time.Now()
 	var wg sync.WaitGroup
 	for i, m := range Modes {
 		c := DefaultConfig()
@@ -79,7 +81,10 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 		c.Duration, c.Rate = 30*time.Second, 100
 		c.FaultMin, c.FaultMax, c.FaultGap = 500*time.Millisecond, 2*time.Second, time.Second
 		c.RestartDelay = 500 * time.Millisecond
-		wg.Go(func() { reports[i] = RunMode(context.Background(), c, m, &progress[i]) })
+		wg.Go(func() {
+			reports[i] = RunMode(context.Background(), c, m, &progress[i])
+			took[i] = time.Since(start)
+		})
 	}
 	wg.Wait()
 	for i, m := range Modes {
@@ -90,7 +95,7 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 				t.Errorf("%s\nprogress:\n%s", text.String(), progress[i].String())
 				return
 			}
-			t.Logf("\n%s", text.String())
+			t.Logf("done after %s\n%s", took[i].Round(time.Second), text.String())
 		})
 	}
 }

@@ -24,6 +24,7 @@ type process struct {
 	name  string
 	bin   string
 	args  []string // after --listen and --log-format
+	env   []string // beyond serviceEnv
 	delay time.Duration
 	log   io.Writer // every incarnation's output, one after the other
 	since func() time.Duration
@@ -42,8 +43,8 @@ type process struct {
 	crash   string        // the first Go panic or fatal error any incarnation logged
 }
 
-func newProcess(name, bin string, args []string, delay time.Duration, log io.Writer, since func() time.Duration, exits func(Exit)) *process {
-	return &process{name: name, bin: bin, args: args, delay: delay, log: log, since: since, exits: exits, changed: make(chan struct{})}
+func newProcess(name, bin string, args, env []string, delay time.Duration, log io.Writer, since func() time.Duration, exits func(Exit)) *process {
+	return &process{name: name, bin: bin, args: args, env: env, delay: delay, log: log, since: since, exits: exits, changed: make(chan struct{})}
 }
 
 // url is where the process serves: http://127.0.0.1:port.
@@ -95,7 +96,7 @@ func (p *process) start() (<-chan struct{}, error) {
 	args := append([]string{"--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--log-format", "json"}, p.args...)
 	p.mu.Unlock()
 	cmd := exec.Command(p.bin, args...)
-	cmd.Env = serviceEnv()
+	cmd.Env = append(serviceEnv(), p.env...)
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

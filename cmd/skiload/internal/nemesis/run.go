@@ -136,7 +136,7 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 			f()
 		}
 	}()
-	e := env{rabbitmqScript: c.RabbitMQScript}
+	e := env{rabbitmqScript: c.RabbitMQScript, skiapi: c.Skiapi, logs: r.logs, say: r.say}
 	var backends []*started
 	for _, b := range []struct {
 		what  string
@@ -155,9 +155,12 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 		})
 	}
 	queue, store := backends[0], backends[1]
+	environ := slices.Concat(queue.environ, store.environ)
 	for _, args := range append(slices.Clone(queue.prepare), store.prepare...) {
 		pctx, cancel := context.WithTimeout(ctx, c.Deadline)
-		out, err := exec.CommandContext(pctx, c.Skiapi, args...).CombinedOutput()
+		cmd := exec.CommandContext(pctx, c.Skiapi, args...)
+		cmd.Env = append(serviceEnv(), environ...)
+		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
 			return nil, Totals{}, nil, fmt.Errorf("skiapi %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -217,7 +220,7 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 			return nil, Totals{}, nil, err
 		}
 		cleanups = append(cleanups, func() { f.Close() })
-		p := newProcess(role, c.Skiapi, flags, c.RestartDelay, f, r.since, r.exit)
+		p := newProcess(role, c.Skiapi, flags, environ, c.RestartDelay, f, r.since, r.exit)
 		procs = append(procs, p)
 		done := make(chan error, 1)
 		supervised[p] = done
@@ -238,6 +241,9 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 	kinds = append(kinds, processKinds(procs, c.Deadline, stopBudget, r.violation)...)
 	kinds = append(kinds, linkKinds(links)...)
 	kinds = append(kinds, restartKinds(servers)...)
+	for _, b := range backends {
+		kinds = append(kinds, b.kinds...)
+	}
 	seed := rng.Uint64()
 	l := load{Rate: c.Rate, Count: int(c.Rate * c.Duration.Seconds()), GetEvery: c.GetEvery, Skiers: c.Skiers, FirstSkier: 1000, Seed: seed, Timeout: c.RequestTimeout}
 	start := time.Now()
@@ -281,7 +287,7 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 	if err := r.waitReady(cctx, client, procs); err != nil {
 		r.violation(Violation{Kind: NotRecovered, What: strings.Join(roles, " and "), Detail: fmt.Sprintf("not ready %s after the faults ended: %v", c.Deadline, err)})
 	}
-	if err := r.waitDrained(cctx, client, procs); err != nil {
+	if err := r.waitDrained(cctx, client, procs, queue.drained); err != nil {
 		r.violation(Violation{Kind: NotRecovered, What: "the queue", Detail: err.Error()})
 	}
 	stored, err := r.waitStored(cctx, store, ops)
@@ -342,13 +348,22 @@ func (r *run) waitReady(ctx context.Context, client *http.Client, procs []*proce
 	})
 }
 
-// waitDrained waits until every process reports an empty queue.
-func (r *run) waitDrained(ctx context.Context, client *http.Client, procs []*process) error {
+// waitDrained waits until every process is ready and the queue is empty:
+// as the queue's server says it itself when it can (drained not nil: a
+// process's /readyz then reports a sample that may predate the load's
+// end, and may still count what has gone since), else as every process's
+// /readyz reports it.
+func (r *run) waitDrained(ctx context.Context, client *http.Client, procs []*process, drained func(context.Context) string) error {
 	return r.poll(ctx, "the queue drained", func(ctx context.Context) string {
 		for _, p := range procs {
 			ok, depth, err := p.ready(ctx, client)
-			if !ok || depth > 0 {
+			if !ok || (depth > 0 && drained == nil) {
 				return fmt.Sprintf("%s: ready %v, queue depth %d (%v)", p.name, ok, depth, err)
+			}
+		}
+		if drained != nil {
+			if holds := drained(ctx); holds != "" {
+				return "the queue holds " + holds
 			}
 		}
 		return ""
@@ -408,10 +423,11 @@ func (r *run) waitStored(ctx context.Context, store *started, ops []Op) (Stored,
 	return stored, nil
 }
 
-// readTotals asks the API for the day vertical of every skier-day and the
-// season total of every skier the load posted rides for.
+// readTotals asks the API for the day vertical of every skier-day, the
+// season total of every skier and the unique skiers of every resort-day
+// the load posted rides for.
 func (r *run) readTotals(ctx context.Context, client *http.Client, base string, ops []Op) (Totals, error) {
-	t := Totals{Day: map[SkierDay]int64{}, Season: map[SkierSeason]int64{}}
+	t := Totals{Day: map[SkierDay]int64{}, Season: map[SkierSeason]int64{}, Skiers: map[ResortDay]int64{}}
 	var asks []Op
 	for _, o := range ops {
 		if o.Kind != OpPost {
@@ -426,6 +442,10 @@ func (r *run) readTotals(ctx context.Context, client *http.Client, base string, 
 			t.Season[s] = 0
 			asks = append(asks, Op{Kind: OpSeason, Ride: o.Ride})
 		}
+		if _, ok := t.Skiers[resortDayOf(o.Ride)]; !ok {
+			t.Skiers[resortDayOf(o.Ride)] = 0
+			asks = append(asks, Op{Kind: OpSkiers, Ride: o.Ride})
+		}
 	}
 	for _, a := range asks {
 		var v int64
@@ -439,10 +459,13 @@ func (r *run) readTotals(ctx context.Context, client *http.Client, base string, 
 		if err != nil {
 			return t, err
 		}
-		if a.Kind == OpDay {
+		switch a.Kind {
+		case OpDay:
 			t.Day[dayOf(a.Ride)] = v
-		} else {
+		case OpSeason:
 			t.Season[seasonOf(a.Ride)] = v
+		default:
+			t.Skiers[resortDayOf(a.Ride)] = v
 		}
 	}
 	return t, nil

@@ -1,4 +1,4 @@
-package sqstest_test
+package sqssim_test
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/sqstest"
 )
@@ -62,7 +63,7 @@ func errorCode(err error) string {
 
 // noRetries is a client that reports the first answer it gets.
 func noRetries(endpoint string) *sqs.Client {
-	return sqs.New(sqstest.Client(endpoint).Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+	return sqs.New(sqssim.Client(endpoint).Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 }
 
 // TestExtendingAVisibilityTimeoutThatHasEndedIsRefused: SQS refuses to
@@ -80,7 +81,7 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 		{"fauxqs alone", sqstest.Upstream(t), false},
 	} {
 		t.Run(via.what, func(t *testing.T) {
-			c := sqstest.Client(via.endpoint)
+			c := sqssim.Client(via.endpoint)
 			url := newQueue(t, c, nil)
 			send(t, c, url, 2)
 			msgs, err := receive(t, c, url, 2, 0, 1)
@@ -111,7 +112,7 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 // a long poll returns nothing, with no error; below it, a receive gets at
 // most the room left.
 func TestInFlightLimit(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{InFlightLimit: 3})
+	px := sqstest.NewProxy(t, sqssim.Options{InFlightLimit: 3})
 	c := noRetries(px.URL)
 	url := newQueue(t, c, nil)
 	send(t, c, url, 5)
@@ -134,7 +135,7 @@ func TestInFlightLimit(t *testing.T) {
 }
 
 func TestRedrivePolicyMustNameAQueueAndACount(t *testing.T) {
-	c := sqstest.Client(sqstest.Endpoint(t))
+	c := sqssim.Client(sqstest.Endpoint(t))
 	dlq := newQueue(t, c, nil)
 	attrs, err := c.GetQueueAttributes(sqstest.Context(t), &sqs.GetQueueAttributesInput{QueueUrl: dlq, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
@@ -164,14 +165,14 @@ func TestRedrivePolicyMustNameAQueueAndACount(t *testing.T) {
 // order, and then the proxy forwards again; the failed entries of a batch
 // are left out and reported, the others done.
 func TestRefuseAndFailEntries(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{})
+	px := sqstest.NewProxy(t, sqssim.Options{})
 	c := noRetries(px.URL)
 	url := newQueue(t, c, nil)
-	px.Refuse("SendMessage", 1, sqstest.Throttled)
+	px.Refuse("SendMessage", 1, sqssim.Throttled)
 	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
 		t.Errorf("refused send = %v; want RequestThrottled", err)
 	}
-	px.FailEntries("SendMessageBatch", 1, sqstest.EntryInternalError)
+	px.FailEntries("SendMessageBatch", 1, sqssim.EntryInternalError)
 	out, err := c.SendMessageBatch(sqstest.Context(t), &sqs.SendMessageBatchInput{QueueUrl: url, Entries: []types.SendMessageBatchRequestEntry{
 		{Id: aws.String("a"), MessageBody: aws.String("one")},
 		{Id: aws.String("b"), MessageBody: aws.String("two")},
@@ -221,8 +222,8 @@ func TestAMessageCarriesAtMostTenAttributes(t *testing.T) {
 // SQS would not bill). Through the proxy the loser waits on, and takes
 // the next message.
 func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
-	px := sqstest.NewProxy(t, sqstest.Options{})
-	c := sqstest.Client(px.URL)
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := sqssim.Client(px.URL)
 	url := newQueue(t, c, nil)
 	type result struct {
 		msgs []types.Message
@@ -251,7 +252,7 @@ func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
 	if second.err != nil || len(second.msgs) != 1 {
 		t.Errorf("the other long poll answered %d messages (%v); want it to wait on and take the second message", len(second.msgs), second.err)
 	}
-	if n := px.Answered()[sqstest.EmptyReceives]; n != 0 {
+	if n := px.Answered()[sqssim.EmptyReceives]; n != 0 {
 		t.Errorf("%d empty receives answered; want none", n)
 	}
 }
@@ -262,7 +263,7 @@ func TestALongPollAnswersEmptyOnlyWhenItsWaitEnds(t *testing.T) {
 func TestProxyObservesEveryRequestItTakes(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	px := sqstest.NewProxy(t, sqstest.Options{Observe: func(op string, body []byte) {
+	px := sqstest.NewProxy(t, sqssim.Options{Observe: func(op string, body []byte) {
 		var req struct{ QueueUrl, QueueName string }
 		_ = json.Unmarshal(body, &req)
 		queue := req.QueueName
@@ -276,7 +277,7 @@ func TestProxyObservesEveryRequestItTakes(t *testing.T) {
 	c := noRetries(px.URL)
 	url := newQueue(t, c, nil)
 	name := path.Base(*url)
-	px.Refuse("SendMessage", 1, sqstest.Throttled)
+	px.Refuse("SendMessage", 1, sqssim.Throttled)
 	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
 		t.Fatalf("SendMessage = %v; want it refused", err)
 	}
@@ -286,5 +287,67 @@ func TestProxyObservesEveryRequestItTakes(t *testing.T) {
 	want := []string{"CreateQueue " + name, "SendMessage " + name, "SendMessage " + name}
 	if !slices.Equal(seen, want) {
 		t.Errorf("Observe saw %q; want %q", seen, want)
+	}
+}
+
+// TestRefuseShareRefusesEveryOperationUntilEnded: with RefuseShare(1, e)
+// every request, whatever its operation, is answered e; with share 0
+// again they are forwarded.
+func TestRefuseShareRefusesEveryOperationUntilEnded(t *testing.T) {
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := noRetries(px.URL)
+	url := newQueue(t, c, nil)
+	px.RefuseShare(1, sqssim.Throttled)
+	if _, err := c.SendMessage(sqstest.Context(t), &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m")}); errorCode(err) != "RequestThrottled" {
+		t.Errorf("send while refusing = %v; want RequestThrottled", err)
+	}
+	if _, err := receive(t, c, url, 10, 0, 30); errorCode(err) != "RequestThrottled" {
+		t.Errorf("receive while refusing = %v; want RequestThrottled", err)
+	}
+	px.RefuseShare(0, sqssim.Throttled)
+	send(t, c, url, 1)
+	if msgs, err := receive(t, c, url, 10, 1, 30); err != nil || len(msgs) != 1 {
+		t.Errorf("after the refusals ended the queue holds %d messages (%v); want the one sent", len(msgs), err)
+	}
+}
+
+// TestDuplicateDeliversAMessageTwice: with Duplicate(1) a message
+// received is delivered again by the next receive, the same message under
+// a receipt handle of its own, which a batch delete and a visibility
+// change accept; the copy comes once, and deleting the original leaves
+// the queue empty.
+func TestDuplicateDeliversAMessageTwice(t *testing.T) {
+	px := sqstest.NewProxy(t, sqssim.Options{})
+	c := noRetries(px.URL)
+	url := newQueue(t, c, nil)
+	send(t, c, url, 1)
+	px.Duplicate(1)
+	first, err := receive(t, c, url, 10, 1, 30)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first receive: %d messages, %v; want the message", len(first), err)
+	}
+	px.Duplicate(0)
+	if n, made := px.Copies(), px.Answered()[sqssim.CopiesMade]; n != 1 || made != 1 {
+		t.Errorf("Copies = %d before the next receive, %d made; want 1, 1", n, made)
+	}
+	again, err := receive(t, c, url, 10, 1, 30)
+	if err != nil || len(again) != 1 || aws.ToString(again[0].MessageId) != aws.ToString(first[0].MessageId) ||
+		aws.ToString(again[0].Body) != aws.ToString(first[0].Body) || aws.ToString(again[0].ReceiptHandle) == aws.ToString(first[0].ReceiptHandle) {
+		t.Fatalf("second receive: %+v, %v; want the same message under another receipt handle", again, err)
+	}
+	if n := px.Copies(); n != 0 {
+		t.Errorf("Copies = %d after the copy was delivered; want 0", n)
+	}
+	if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: again[0].ReceiptHandle, VisibilityTimeout: 60}); err != nil {
+		t.Errorf("extending the copy: %v", err)
+	}
+	for _, m := range []types.Message{again[0], first[0]} {
+		out, err := c.DeleteMessageBatch(sqstest.Context(t), &sqs.DeleteMessageBatchInput{QueueUrl: url, Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: m.ReceiptHandle}}})
+		if err != nil || len(out.Failed) != 0 || len(out.Successful) != 1 {
+			t.Errorf("deleting %s: %+v, %v; want it deleted", aws.ToString(m.ReceiptHandle), out, err)
+		}
+	}
+	if msgs, err := receive(t, c, url, 10, 0, 0); err != nil || len(msgs) != 0 {
+		t.Errorf("after both deletes a receive got %d messages (%v); want none", len(msgs), err)
 	}
 }

@@ -1,4 +1,4 @@
-package sqstest
+package sqssim
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -34,9 +35,11 @@ import (
 //     where fauxqs answers every waiting receive but one empty at once
 //     when a message comes;
 //
-// and it injects, on demand, what SQS does under load and fauxqs never
-// does: whole requests refused (Refuse: throttling, internal errors) and
-// failed entries of a batch request (FailEntries). It counts every request
+// and it injects, on demand, what SQS does and fauxqs never does: whole
+// requests refused (Refuse, the next n of an operation; RefuseShare, a
+// share of every request for a while: throttling, internal errors),
+// failed entries of a batch request (FailEntries), and messages delivered
+// twice (Duplicate). It counts every request
 // it answers by operation (Answered), so a test can hold a client's own
 // request counters to what reached "SQS".
 //
@@ -56,7 +59,17 @@ type Proxy struct {
 	entryFaults map[string][]EntryError // by operation, next first
 	answered    map[string]int          // requests answered, by operation
 	handles     map[string]*handle      // receipt handles handed out
+	refuseShare float64                 // RefuseShare's share of requests refused
+	refuseWith  APIError                // and its error
+	dupShare    float64                 // Duplicate's share of received messages
+	copies      map[string][]copyOf     // by queue URL: copies to deliver, next first
+	ghosts      map[string]bool         // receipt handles of the copies delivered
+	ghostSeq    int
 }
+
+// copyOf is a received message as SQS would deliver it again: the same
+// message, id and body, under a receipt handle of its own.
+type copyOf map[string]json.RawMessage
 
 // Options tunes a Proxy.
 type Options struct {
@@ -135,6 +148,8 @@ func StartProxy(upstream string, opts Options) (*Proxy, error) {
 		entryFaults: map[string][]EntryError{},
 		answered:    map[string]int{},
 		handles:     map[string]*handle{},
+		copies:      map[string][]copyOf{},
+		ghosts:      map[string]bool{},
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -169,13 +184,55 @@ func (p *Proxy) FailEntries(op string, n int, e EntryError) {
 	}
 }
 
+// RefuseShare answers each request, whatever its operation, with e with
+// probability share (0 to 1), until it is called again with share 0: SQS
+// throttling an account, or failing on its side, for a while (Refuse
+// counts the next n requests of one operation instead).
+func (p *Proxy) RefuseShare(share float64, e APIError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuseShare, p.refuseWith = share, e
+}
+
+// Duplicate makes each message received from now on, with probability
+// share (0 to 1), be delivered a second time by a later receive of its
+// queue, until it is called again with share 0: a standard queue's "at
+// least once" (a copy of the message on a server that was unavailable
+// when it was received or deleted comes back, SQS's developer guide
+// says). The copy has the message's id and body and a receipt handle of
+// its own, which deletes and visibility changes accept and the proxy
+// answers itself; copies owed when share returns to 0 are still
+// delivered.
+func (p *Proxy) Duplicate(share float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dupShare = share
+}
+
+// Copies is how many copies Duplicate owes that no receive has
+// delivered yet.
+func (p *Proxy) Copies() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, q := range p.copies {
+		n += len(q)
+	}
+	return n
+}
+
 // EmptyReceives is the key of Answered that counts the ReceiveMessage
-// requests answered with no message.
-const EmptyReceives = "ReceiveMessage (empty)"
+// requests answered with no message; CopiesMade the copies of received
+// messages Duplicate has made.
+const (
+	EmptyReceives = "ReceiveMessage (empty)"
+	CopiesMade    = "ReceiveMessage (copies made)"
+)
 
 // Answered is how many requests of each operation the proxy has taken
-// (counted as they arrive), refused ones included, and under
-// EmptyReceives how many receives it answered with no message.
+// (counted as they arrive), refused ones included, under EmptyReceives
+// how many receives it answered with no message, and under CopiesMade
+// how many copies Duplicate has made.
 func (p *Proxy) Answered() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -202,6 +259,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var refusal *APIError
 	if q := p.refusals[op]; len(q) > 0 {
 		refusal, p.refusals[op] = &q[0], q[1:]
+	} else if p.refuseShare > 0 && rand.Float64() < p.refuseShare {
+		e := p.refuseWith
+		refusal = &e
 	}
 	p.mu.Unlock()
 	if refusal != nil {
@@ -246,6 +306,10 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 	want := 1
 	if req.MaxNumberOfMessages != nil {
 		want = *req.MaxNumberOfMessages
+	}
+	if resp := p.takeCopies(req.QueueUrl, want); resp != nil {
+		writeJSON(w, http.StatusOK, resp)
+		return
 	}
 	wait := time.Duration(0)
 	if req.WaitTimeSeconds != nil {
@@ -316,6 +380,7 @@ func (p *Proxy) receive(w http.ResponseWriter, r *http.Request, body []byte) {
 				p.handles[m.ReceiptHandle] = &handle{queue: req.QueueUrl, received: now, deadline: now.Add(vis)}
 			}
 			p.mu.Unlock()
+			p.copyReceived(req.QueueUrl, resp)
 		}
 	}
 	copyHeaders(w, hdr)
@@ -413,6 +478,10 @@ func (p *Proxy) changeVisibility(w http.ResponseWriter, r *http.Request, body []
 		p.pass(w, r, body)
 		return
 	}
+	if p.ghost(req.ReceiptHandle, false) {
+		writeJSON(w, http.StatusOK, []byte("{}"))
+		return
+	}
 	now := time.Now()
 	if e := p.refusal(req.ReceiptHandle, req.VisibilityTimeout, now); e != nil {
 		writeError(w, APIError{http.StatusBadRequest, e.Code, e.Message})
@@ -433,6 +502,10 @@ func (p *Proxy) changeVisibility(w http.ResponseWriter, r *http.Request, body []
 func (p *Proxy) deleteOne(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req struct{ ReceiptHandle string }
 	_ = json.Unmarshal(body, &req)
+	if p.ghost(req.ReceiptHandle, true) {
+		writeJSON(w, http.StatusOK, []byte("{}"))
+		return
+	}
 	status, resp, hdr, err := p.forward(r, body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -505,11 +578,17 @@ func (p *Proxy) batch(w http.ResponseWriter, r *http.Request, op string, body []
 	now := time.Now()
 	var keep []entry
 	var failed []failedEntry
+	var ghosts []json.RawMessage // entries on copies' handles: answered here
 	for _, raw := range raws {
 		e := entry{raw: raw}
 		if json.Unmarshal(raw, &e) != nil {
 			p.pass(w, r, body)
 			return
+		}
+		if e.ReceiptHandle != "" && p.ghost(e.ReceiptHandle, op == "DeleteMessageBatch") {
+			b, _ := json.Marshal(struct{ Id string }{e.Id})
+			ghosts = append(ghosts, b)
+			continue
 		}
 		fault := p.takeEntryFault(op)
 		if fault == nil && check != nil {
@@ -548,6 +627,7 @@ func (p *Proxy) batch(w http.ResponseWriter, r *http.Request, op string, body []
 	if done != nil {
 		done(succeeded(keep, out.Successful), now)
 	}
+	out.Successful = append(out.Successful, ghosts...)
 	for _, f := range failed {
 		b, _ := json.Marshal(f)
 		out.Failed = append(out.Failed, b)
@@ -555,6 +635,67 @@ func (p *Proxy) batch(w http.ResponseWriter, r *http.Request, op string, body []
 	resp, _ := json.Marshal(out)
 	copyHeaders(w, hdr)
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// copyReceived keeps, when Duplicate is on, a copy of each message of a
+// ReceiveMessage answer with probability dupShare, for a later receive of
+// queue.
+func (p *Proxy) copyReceived(queue string, resp []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dupShare <= 0 {
+		return
+	}
+	var out struct{ Messages []copyOf }
+	if json.Unmarshal(resp, &out) != nil {
+		return
+	}
+	for _, m := range out.Messages {
+		if rand.Float64() < p.dupShare {
+			p.copies[queue] = append(p.copies[queue], m)
+			p.answered[CopiesMade]++
+		}
+	}
+}
+
+// takeCopies is a ReceiveMessage answer of up to most copies owed to
+// queue, each under a receipt handle of its own, or nil when none is
+// owed.
+func (p *Proxy) takeCopies(queue string, most int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	owed := p.copies[queue]
+	if len(owed) == 0 {
+		return nil
+	}
+	n := min(max(most, 1), len(owed))
+	msgs := make([]copyOf, n)
+	for i, m := range owed[:n] {
+		var original string
+		_ = json.Unmarshal(m["ReceiptHandle"], &original)
+		p.ghostSeq++
+		h := fmt.Sprintf("sqssim-copy-%d-%s", p.ghostSeq, original)
+		p.ghosts[h] = true
+		c := maps.Clone(m)
+		c["ReceiptHandle"], _ = json.Marshal(h)
+		msgs[i] = c
+	}
+	p.copies[queue] = owed[n:]
+	resp, _ := json.Marshal(struct{ Messages []copyOf }{msgs})
+	return resp
+}
+
+// ghost reports whether handle is a copy's, forgetting it when deleted.
+func (p *Proxy) ghost(handle string, deleted bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ghosts[handle] {
+		return false
+	}
+	if deleted {
+		delete(p.ghosts, handle)
+	}
+	return true
 }
 
 // succeeded is the entries the answer's Successful list names.

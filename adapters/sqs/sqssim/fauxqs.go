@@ -1,4 +1,14 @@
-package sqstest
+// Package sqssim is Amazon SQS as the tests and the nemesis run it:
+// fauxqs, a local SQS on Node.js pinned in test/sqs (install: npm ci
+// --prefix test/sqs), behind a strict proxy (Proxy) that refuses what SQS
+// refuses and fauxqs accepts, models SQS's in-flight quota, and injects
+// on demand what SQS does and fauxqs never does: throttling, failed batch
+// entries, a message delivered twice. docs/sqs.md says what is and is not
+// modelled. test/sqstest runs it for the tests and `skiload nemesis` for
+// its SQS modes; like adapters/dynamo/dynamosim it is a lab instrument,
+// not part of the service. The static credentials and the region here
+// are for the stand-in only.
+package sqssim
 
 import (
 	"bufio"
@@ -12,7 +22,24 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
+
+// Region is the region the stand-in's clients sign for.
+const Region = "us-east-1"
+
+// Client returns a client for endpoint with the stand-in's static
+// credentials.
+func Client(endpoint string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+}
 
 // InstallHint is how to install fauxqs, for every message that finds it
 // missing.
@@ -39,8 +66,7 @@ const listeningOn = "fauxqs listening on port "
 
 // Start runs fauxqs on a loopback port the kernel picks, puts a strict
 // proxy with default Options in front of it, and returns once both listen.
-// Call Stop when done. It needs no *testing.T, so a load run can start
-// one too.
+// Call Stop when done.
 func Start() (*Server, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {

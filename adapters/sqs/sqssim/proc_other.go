@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sqstest
+package sqssim
 
 import "os/exec"
 
