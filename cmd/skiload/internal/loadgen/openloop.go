@@ -92,6 +92,9 @@ type OpenLoop struct {
 	// Result.Body, for a caller that checks what a GET said; otherwise
 	// it is read and dropped.
 	KeepBody bool
+	// Stop, when closed, ends the schedule early: no request is sent
+	// after it, and those in flight are answered as usual. nil: never.
+	Stop <-chan struct{}
 }
 
 // Duration is the span of the intended starts.
@@ -153,6 +156,11 @@ schedule:
 		j := job{i: i, intended: at, req: req.WithContext(ctx)}
 		if o.Clock.SleepUntil(ctx, at) != nil {
 			break
+		}
+		select {
+		case <-o.Stop:
+			break schedule
+		default:
 		}
 		select {
 		case jobs <- j:

@@ -300,3 +300,32 @@ func TestOpenLoopKeepsSuccessBodiesWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopStopEndsTheScheduleAndAnswersWhatWasSent: once Stop is
+// closed no further request is sent, and every request sent before it is
+// answered and recorded, not cancelled.
+func TestOpenLoopStopEndsTheScheduleAndAnswersWhatWasSent(t *testing.T) {
+	stop := make(chan struct{})
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) == 20 {
+			close(stop)
+		}
+		time.Sleep(50 * time.Millisecond) // still in flight when Stop closes
+	}))
+	t.Cleanup(srv.Close)
+	loop := OpenLoop{Rate: 1000, Count: 100_000, MaxInFlight: 200, Grace: time.Minute, Clock: RealClock{}, Stop: stop}
+	got := &collect{t: t, res: map[int]Result{}}
+	sent := loop.Run(context.Background(), NewHTTPClient(200, 10*time.Second), indexed(srv.URL), got.record)
+	if sent < 20 || sent >= 1000 {
+		t.Fatalf("sent %d of 100000 at 1000/s; want the schedule to end soon after the 20th request was served", sent)
+	}
+	if len(got.res) != sent {
+		t.Errorf("%d requests recorded; want every one of the %d sent", len(got.res), sent)
+	}
+	for i, r := range got.res {
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Errorf("request %d: %d, %v; want it answered 200", i, r.Status, r.Err)
+		}
+	}
+}

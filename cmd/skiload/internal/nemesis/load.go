@@ -32,6 +32,9 @@ type load struct {
 	// Seed draws the rides' lifts.
 	Seed    uint64
 	Timeout time.Duration
+	// Stop, when closed, ends the load before Count requests: no request
+	// is sent after it.
+	Stop <-chan struct{}
 }
 
 // ride is ride number n. k = n div Skiers numbers the skier's rides: the
@@ -131,7 +134,7 @@ func (l load) run(ctx context.Context, base func() string, zero time.Time) []Op 
 	client := &http.Client{Timeout: l.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
 	defer client.CloseIdleConnections()
 	loop := loadgen.OpenLoop{Rate: l.Rate, Count: l.Count, MaxInFlight: max(64, int(l.Rate*l.Timeout.Seconds())+64),
-		Grace: l.Timeout + time.Second, Clock: loadgen.RealClock{}, KeepBody: true}
+		Grace: l.Timeout + time.Second, Clock: loadgen.RealClock{}, KeepBody: true, Stop: l.Stop}
 	sent := loop.Run(ctx, client, func(j int) (*http.Request, error) { return l.request(base(), j) }, func(j int, res loadgen.Result) {
 		o := l.asked(j)
 		o.Start = res.Start.Sub(zero)

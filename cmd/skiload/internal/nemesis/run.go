@@ -245,19 +245,30 @@ func (r *run) do(ctx context.Context, rng *rand.Rand) (Stored, Totals, []string,
 		kinds = append(kinds, b.kinds...)
 	}
 	seed := rng.Uint64()
-	l := load{Rate: c.Rate, Count: int(c.Rate * c.Duration.Seconds()), GetEvery: c.GetEvery, Skiers: c.Skiers, FirstSkier: 1000, Seed: seed, Timeout: c.RequestTimeout}
+	// The load runs for Duration, and on, up to three times as long, while
+	// a kind of fault the mode has is still to be injected (a broker node
+	// slow to restart on a busy machine holds the one fault a draw allows):
+	// every run injects every kind, then ends with a quiet tail of load
+	// after its last fault.
+	stopLoad := make(chan struct{})
+	l := load{Rate: c.Rate, Count: int(c.Rate * 3 * c.Duration.Seconds()), GetEvery: c.GetEvery, Skiers: c.Skiers, FirstSkier: 1000, Seed: seed, Timeout: c.RequestTimeout, Stop: stopLoad}
 	start := time.Now()
 	end := start.Add(c.Duration)
 	warm := min(5*time.Second, c.Duration/10)
-	quiet := end.Add(-max(5*time.Second, c.Duration/6))
-	r.say("load: %.0f requests/s for %s, %d rides; faults from %s", c.Rate, c.Duration, l.Rides(), kindNames(kinds))
+	tail := max(5*time.Second, c.Duration/6)
+	quiet := end.Add(-tail)
+	r.say("load: %.0f requests/s for %s (up to %s until every kind of fault is injected); faults from %s", c.Rate, c.Duration, 3*c.Duration, kindNames(kinds))
 	var notInjected []string
 	scheduled := make(chan struct{})
 	go func() {
 		defer close(scheduled)
+		defer func() {
+			sleep(ctx, max(time.Until(end), tail)) // the quiet tail, and at least the Duration
+			close(stopLoad)
+		}()
 		sleep(ctx, warm)
 		p := plan{kinds: kinds, min: c.FaultMin, max: c.FaultMax, gap: c.FaultGap}
-		notInjected = p.schedule(ctx, rng, quiet, end, func(f Fault, from, to time.Time, err error) {
+		notInjected = p.schedule(ctx, rng, quiet, start.Add(3*c.Duration).Add(-tail), func(f Fault, from, to time.Time, err error) {
 			f.Start, f.End = from.Sub(r.zero), to.Sub(r.zero)
 			if err != nil {
 				f.Err = err.Error()
