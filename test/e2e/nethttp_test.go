@@ -49,7 +49,7 @@ var netHTTPCases = map[string][]string{
 // status, body.
 func apiDocNetHTTPRows(t *testing.T) [][3]string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs/api.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
