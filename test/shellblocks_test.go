@@ -156,7 +156,7 @@ func runPage(t *testing.T, root, page, gobin string) {
 			line, first := f.lines[li], li
 			for strings.HasSuffix(line, `\`) && li+1 < len(f.lines) {
 				li++
-				line = strings.TrimSuffix(line, `\`) + "\n" + f.lines[li]
+				line += "\n" + f.lines[li]
 			}
 			if strings.TrimSpace(line) == "" {
 				continue
@@ -327,21 +327,28 @@ func runInTerminal(t *testing.T, dir string, env []string, scriptFile string, li
 		}
 	}()
 
+	// stdout is a file, not a pipe: a job left running keeps its copy
+	// open, and Wait would wait for it to close a pipe.
+	out, err := os.Create(scriptFile + ".stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-m", scriptFile)
 	cmd.Dir = dir
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &out, tty
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, out, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	cmd.Cancel = func() error { killSession(cmd.Process.Pid); return nil } // bash leads the session: its pid is the session's id
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		tty.Close()
 		t.Fatalf("bash: %v", err)
 	}
 	tty.Close()
 	sid := cmd.Process.Pid
-	cmd.Cancel = func() error { killSession(sid); return nil }
 	t.Cleanup(func() { killSession(sid) })
 	runErr := cmd.Wait()
 	if ctx.Err() != nil {
@@ -361,7 +368,11 @@ func runInTerminal(t *testing.T, dir string, env []string, scriptFile string, li
 	<-termDone
 	termMu.Lock()
 	defer termMu.Unlock()
-	return out.String(), strings.ReplaceAll(term.String(), "\r\n", "\n"), runErr
+	stdoutText, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(stdoutText), strings.ReplaceAll(term.String(), "\r\n", "\n"), runErr
 }
 
 // openPTY opens a new pseudo-terminal pair: its master, and its slave as a
