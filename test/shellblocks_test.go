@@ -447,4 +447,3 @@ func jsonEqual(a, b string) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
-
