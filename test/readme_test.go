@@ -328,3 +328,28 @@ func TestExamplesBindLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestExamplesExportNothing: a block that runs sets no SKI_ or AWS_
+// variable in the reader's shell, so a later block, on this page or
+// another, runs in the mode it says and not in one an earlier block left
+// behind (a roles block once unset the variables it knew of and left the
+// DynamoDB section's). Blocks marked "# needs" (AWS) and the AWS runbook
+// are left out: they are run where those variables belong.
+func TestExamplesExportNothing(t *testing.T) {
+	export := regexp.MustCompile(`\bexport\s+(SKI_|AWS_)`)
+	for _, doc := range docPages(t) {
+		if doc == "docs/operations.md" {
+			continue
+		}
+		for _, f := range fences(readDoc(t, doc)) {
+			if f.info != "sh" || (len(f.lines) > 0 && strings.HasPrefix(f.lines[0], notRunMarker)) {
+				continue
+			}
+			for _, line := range f.lines {
+				if export.MatchString(line) {
+					t.Errorf("%s: an example exports a variable later blocks would inherit: %s", doc, line)
+				}
+			}
+		}
+	}
+}
