@@ -1,169 +1,355 @@
 package test
 
 import (
+	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/skidata/skidata/app/compose"
 )
 
-// TestReadmeDocumentsEveryFlag keeps the front door honest: a flag added to
-// the service without a row in the README's configuration table fails here.
-func TestReadmeDocumentsEveryFlag(t *testing.T) {
-	readme := readReadme(t)
-	fs := flag.NewFlagSet("skiapi", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg := compose.DefaultConfig()
-	cfg.RegisterFlags(fs)
-	n := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		n++
-		if !strings.Contains(readme, "`--"+f.Name+"`") {
-			t.Errorf("README.md does not document --%s (%s)", f.Name, f.Usage)
-		}
-	})
-	if n < 10 {
-		t.Fatalf("only %d flags registered; the test is not looking at the service's flags", n)
-	}
-}
-
-// readReadme is README.md's text.
-func readReadme(t *testing.T) string {
+// readDoc is the text of a document, by its path from the repository root.
+func readDoc(t *testing.T, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// readmeBlock returns the first ```sh block after the heading in README.md.
-func readmeBlock(t *testing.T, heading string) []string {
-	t.Helper()
-	readme := readReadme(t)
-	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("README.md has no %q heading", heading)
-	}
-	_, block, ok := strings.Cut(section, "```sh\n")
-	if !ok {
-		t.Fatalf("README.md's %q section has no ```sh block", heading)
-	}
-	block, _, ok = strings.Cut(block, "\n```")
-	if !ok {
-		t.Fatalf("README.md's %q block is not closed", heading)
-	}
-	return strings.Split(block, "\n")
-}
+// readReadme is README.md's text.
+func readReadme(t *testing.T) string { return readDoc(t, "README.md") }
 
-// TestReadmeTryItWorksAsPasted runs the README's "Try it" block, read from
-// README.md itself, in bash as a new user would paste it: skiapi (built
-// from this tree) on PATH, the only change being the port (a free one
-// instead of 8080, passed as SKI_LISTEN and substituted in the URLs). Every
-// command whose comment is a JSON value (201, 260, {...}) must print exactly
-// that; the block must exit 0 and leave no server behind.
-func TestReadmeTryItWorksAsPasted(t *testing.T) {
-	lines := readmeBlock(t, "## Try it")
-	text := strings.Join(lines, "\n")
-	if !strings.Contains(text, "localhost:8080") || !strings.HasPrefix(lines[0], "skiapi &") {
-		t.Fatalf("the Try it block no longer starts `skiapi &` and talks to localhost:8080; update this test with it:\n%s", text)
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/skiapi")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/skiapi: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// docPages are the README and every page of docs/, from the repository root.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-
-	// Mark each line's output so it can be matched with its comment.
-	var script strings.Builder
-	for i, l := range lines {
-		if strings.HasSuffix(strings.TrimSpace(l), `\`) {
-			t.Fatalf("line %d continues on the next; this test reads one command per line: %s", i+1, l)
-		}
-		fmt.Fprintf(&script, "printf '\\n@@%d\\n'\n%s\n", i, strings.ReplaceAll(l, "localhost:8080", "localhost:"+port))
+	out := []string{"README.md"}
+	for _, p := range pages {
+		out = append(out, filepath.Join("docs", filepath.Base(p)))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script.String())
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "SKI_LISTEN=127.0.0.1:"+port)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever the block left running
+	return out
+}
+
+// A fence is a fenced block of a Markdown page: its info string (sh,
+// text, ...), its lines, and what the page says just before it.
+type fence struct {
+	info   string
+	lines  []string
+	before string // the page's text between the previous block and this one
+}
+
+// fences are the page's top-level fenced blocks (a fence at the start of
+// a line; those indented inside a list item are left out), in order.
+func fences(text string) []fence {
+	var out []fence
+	var cur *fence
+	var prose strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &fence{info: strings.TrimSpace(strings.TrimPrefix(line, "```")), before: prose.String()}
+			prose.Reset()
+		case cur != nil && line == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.lines = append(cur.lines, line)
+		default:
+			prose.WriteString(line + "\n")
+		}
+	}
+	return out
+}
+
+var (
+	programsOnce sync.Once
+	programsDir  string
+	programsErr  error
+)
+
+// programs builds skiapi, skiload and skibench from this tree once per
+// test binary and returns the directory holding them.
+func programs(t *testing.T) string {
+	t.Helper()
+	programsOnce.Do(func() {
+		programsDir, programsErr = os.MkdirTemp("", "skidata-programs-")
+		if programsErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", programsDir+string(os.PathSeparator), "./cmd/skiapi", "./cmd/skiload", "./cmd/skibench")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			programsErr = &buildError{err: err, out: out}
 		}
 	})
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the Try it block failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	if programsErr != nil {
+		t.Fatalf("go build ./cmd/...: %v", programsErr)
 	}
+	return programsDir
+}
 
-	outputs := map[int]string{}
-	for _, chunk := range strings.Split(stdout.String(), "\n@@")[1:] {
-		num, out, _ := strings.Cut(chunk, "\n")
-		i, err := strconv.Atoi(num)
-		if err != nil {
-			t.Fatalf("unexpected marker %q in the output", num)
-		}
-		outputs[i] = strings.TrimSpace(out)
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// helpFlag is one flag as `skiapi --help` prints it.
+type helpFlag struct{ env, def string }
+
+// skiapiHelpFlags runs `skiapi --help` and returns its flags by name.
+func skiapiHelpFlags(t *testing.T) map[string]helpFlag {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(programs(t), "skiapi"), "--help")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("skiapi --help: %v\n%s", err, stderr.String())
 	}
-	checked := 0
-	for i, l := range lines {
-		_, comment, ok := strings.Cut(l, " # ")
-		comment = strings.TrimSpace(comment)
-		if !ok || !json.Valid([]byte(comment)) {
-			continue // prose, not an answer
+	nameLine := regexp.MustCompile(`^  --([a-z0-9-]+)( \w+)?\s*$`)
+	usageEnd := regexp.MustCompile(`\(default "(.*)", env (SKI_[A-Z0-9_]+)\)$`)
+	flags := map[string]helpFlag{}
+	sc := bufio.NewScanner(&stdout)
+	name := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if m := nameLine.FindStringSubmatch(line); m != nil {
+			name = m[1]
+			continue
 		}
-		checked++
-		if !jsonEqual(outputs[i], comment) {
-			t.Errorf("README line %q\n printed %q\n want    %q", l, outputs[i], comment)
+		if name == "" {
+			continue
+		}
+		m := usageEnd.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("skiapi --help: the usage of --%s does not end (default \"...\", env SKI_...): %q", name, line)
+		}
+		flags[name] = helpFlag{env: m[2], def: m[1]}
+		name = ""
+	}
+	if len(flags) < 10 {
+		t.Fatalf("skiapi --help listed only %d flags; this test no longer reads its output:\n%s", len(flags), stdout.String())
+	}
+	return flags
+}
+
+// tableCells splits a Markdown table row into its trimmed cells; an
+// escaped pipe (\|) stays inside its cell.
+func tableCells(row string) []string {
+	const bar = "\x00"
+	row = strings.ReplaceAll(strings.TrimSpace(row), `\|`, bar)
+	row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
+	var cells []string
+	for _, c := range strings.Split(row, "|") {
+		cells = append(cells, strings.TrimSpace(strings.ReplaceAll(c, bar, `\|`)))
+	}
+	return cells
+}
+
+// tableRows returns the body rows of the first table of text whose header
+// row is header, as cells.
+func tableRows(t *testing.T, doc, text, header string) [][]string {
+	t.Helper()
+	_, table, ok := strings.Cut(text, "\n"+header+"\n")
+	if !ok {
+		t.Fatalf("%s has no table headed %q", doc, header)
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var rows [][]string
+	for _, line := range strings.Split(table, "\n")[1:] { // after |---|
+		rows = append(rows, tableCells(line))
+	}
+	return rows
+}
+
+const flagTableHeader = "| flag | variable | default | meaning |"
+
+// TestFlagReferenceIsSkiapiHelp keeps docs/reference.md's flag table equal
+// to what `skiapi --help` prints: every flag it lists has a row, no row
+// names a flag it lacks, and each row gives the flag's variable and
+// default as --help does (an empty default written "(empty)"). The values
+// the ec2 profile gives are named in the default cell, "`v` with
+// `--profile ec2`", and no other.
+func TestFlagReferenceIsSkiapiHelp(t *testing.T) {
+	help := skiapiHelpFlags(t)
+	rows := tableRows(t, "docs/reference.md", readDoc(t, "docs/reference.md"), flagTableHeader)
+	profile := compose.Profiles["ec2"].Defaults
+	documented := map[string]bool{}
+	flagCell := regexp.MustCompile("^`--([a-z0-9-]+)`$")
+	profileMention := regexp.MustCompile("`([^`]*)` with `--profile ec2`")
+	for _, cells := range rows {
+		if len(cells) != 4 {
+			t.Errorf("docs/reference.md: row %q does not have 4 cells", strings.Join(cells, " | "))
+			continue
+		}
+		m := flagCell.FindStringSubmatch(cells[0])
+		if m == nil {
+			t.Errorf("docs/reference.md: a row's first cell is %q; want one flag, `--name`", cells[0])
+			continue
+		}
+		name := m[1]
+		if documented[name] {
+			t.Errorf("docs/reference.md: --%s has two rows", name)
+		}
+		documented[name] = true
+		h, ok := help[name]
+		if !ok {
+			t.Errorf("docs/reference.md documents --%s, which skiapi --help does not list", name)
+			continue
+		}
+		if cells[1] != "`"+h.env+"`" {
+			t.Errorf("docs/reference.md: --%s's variable is %s; skiapi --help says %s", name, cells[1], h.env)
+		}
+		wantDefault := "`" + h.def + "`"
+		if h.def == "" {
+			wantDefault = "(empty)"
+		}
+		if !strings.HasPrefix(cells[2], wantDefault) {
+			t.Errorf("docs/reference.md: --%s's default is %q; skiapi --help says %s", name, cells[2], wantDefault)
+		}
+		var mentioned []string
+		for _, pm := range profileMention.FindAllStringSubmatch(cells[2], -1) {
+			mentioned = append(mentioned, pm[1])
+		}
+		if v, ok := profile[name]; ok {
+			if !slices.Equal(mentioned, []string{v}) {
+				t.Errorf("docs/reference.md: --%s's default cell says %q for --profile ec2; the profile gives `%s`", name, mentioned, v)
+			}
+		} else if len(mentioned) > 0 {
+			t.Errorf("docs/reference.md: --%s's default cell names a --profile ec2 value (%q); the profile does not set it", name, mentioned)
 		}
 	}
-	if checked < 6 {
-		t.Errorf("only %d lines of the Try it block show an answer to check; want the POSTs' 201s, 260 and the JSON answers", checked)
-	}
-	// kill %1 at the end of the block stops the server: the port must close.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
-		if err != nil {
-			break
+	for name, h := range help {
+		if !documented[name] {
+			t.Errorf("docs/reference.md does not document --%s (%s), which skiapi --help lists", name, h.env)
 		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the server still listens on %s after the block's last line", port)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func jsonEqual(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
+// TestReadmeModesSayWhatA201Means: each row of the README's table of modes
+// says what a 201 to a POSTed ride means there, as the registry decides
+// it: confirmed by a durable queue; stored, when the in-process queue
+// makes the POST wait for a durable store; queued otherwise (memory).
+func TestReadmeModesSayWhatA201Means(t *testing.T) {
+	rows := tableRows(t, "README.md", readReadme(t), "| mode | flags | a `201` means | how to run it |")
+	storeFlag := regexp.MustCompile("`--store ([a-z0-9-]+)")
+	queueFlag := regexp.MustCompile("`--queue ([a-z0-9-]+)`")
+	checked := map[string]bool{}
+	for _, cells := range rows {
+		if len(cells) != 4 {
+			t.Fatalf("README.md: modes row %q does not have 4 cells", strings.Join(cells, " | "))
+		}
+		cfg := compose.DefaultConfig()
+		if m := storeFlag.FindStringSubmatch(cells[1]); m != nil {
+			cfg.Store = m[1]
+		}
+		if m := queueFlag.FindStringSubmatch(cells[1]); m != nil {
+			cfg.Queue = m[1]
+		}
+		if cells[1] != "none" && cfg.Store == compose.DefaultConfig().Store && cfg.Queue == compose.DefaultConfig().Queue {
+			continue // roles, profiles: "as the queue's"
+		}
+		want := "queued"
+		switch {
+		case compose.QueueOf(cfg).Durable:
+			want = "confirmed"
+		case compose.StoreOf(cfg).Durable:
+			want = "stored"
+		}
+		checked[want] = true
+		if !strings.Contains(cells[2], "**"+want+"**") {
+			t.Errorf("README.md: in the %s mode (--store %s --queue %s) a 201 means the ride is %s; the table says %q", cells[0], cfg.Store, cfg.Queue, want, cells[2])
+		}
 	}
-	return reflect.DeepEqual(x, y)
+	if len(checked) != 3 {
+		t.Errorf("the README's modes table shows %d of the three meanings of a 201 (queued, stored, confirmed)", len(checked))
+	}
+}
+
+// TestDocsSayWhatTheEC2ProfileSets: the README's and docs/operations.md's
+// paragraphs on --profile ec2 name the store, the queue and the listen
+// address the profile sets.
+func TestDocsSayWhatTheEC2ProfileSets(t *testing.T) {
+	profile := compose.Profiles["ec2"].Defaults
+	for doc, opening := range map[string]string{
+		"README.md":          "`--profile ec2` is the AWS layout",
+		"docs/operations.md": "`--profile ec2` (or `SKI_PROFILE=ec2`) means",
+	} {
+		_, para, ok := strings.Cut(readDoc(t, doc), opening)
+		if !ok {
+			t.Errorf("%s has no paragraph opening %q", doc, opening)
+			continue
+		}
+		para, _, _ = strings.Cut(para, "\n\n")
+		for _, flag := range []string{"store", "queue", "listen"} {
+			v := profile[flag]
+			if !strings.Contains(para, "`"+v+"`") && !strings.Contains(para, "`--"+flag+" "+v+"`") {
+				t.Errorf("%s's paragraph on --profile ec2 does not name its %s, `%s`:\n%s", doc, flag, v, para)
+			}
+		}
+	}
+}
+
+// TestExamplesBindLoopback: the service takes writes unauthenticated, so no
+// example outside the AWS runbook (docs/operations.md, where the ec2
+// profile listens for the load balancer) binds anything but loopback, and
+// a server an example starts on a port names its host.
+func TestExamplesBindLoopback(t *testing.T) {
+	everyInterface := regexp.MustCompile(`--listen[ =]:|--listen[ =]0\.0\.0\.0|--host[ =]0\.0\.0\.0|--listen[ =]\[::\]`)
+	for _, doc := range docPages(t) {
+		if doc == "docs/operations.md" {
+			continue
+		}
+		for _, f := range fences(readDoc(t, doc)) {
+			if f.info != "sh" {
+				continue
+			}
+			for _, line := range f.lines {
+				if everyInterface.MatchString(line) {
+					t.Errorf("%s: an example binds every interface: %s", doc, line)
+				}
+				if strings.Contains(line, "dynalite") && strings.Contains(line, "--port") && !strings.Contains(line, "--host 127.0.0.1") {
+					t.Errorf("%s: dynalite started without --host 127.0.0.1 (it listens on every interface otherwise): %s", doc, line)
+				}
+			}
+		}
+	}
+}
+
+// TestExamplesExportNothing: a block that runs sets no SKI_ or AWS_
+// variable in the reader's shell, so a later block, on this page or
+// another, runs in the mode it says and not in one an earlier block left
+// behind (a roles block once unset the variables it knew of and left the
+// DynamoDB section's). Blocks marked "# needs" (AWS) and the AWS runbook
+// are left out: they are run where those variables belong.
+func TestExamplesExportNothing(t *testing.T) {
+	export := regexp.MustCompile(`\bexport\s+(SKI_|AWS_)`)
+	for _, doc := range docPages(t) {
+		if doc == "docs/operations.md" {
+			continue
+		}
+		for _, f := range fences(readDoc(t, doc)) {
+			if f.info != "sh" || (len(f.lines) > 0 && strings.HasPrefix(f.lines[0], notRunMarker)) {
+				continue
+			}
+			for _, line := range f.lines {
+				if export.MatchString(line) {
+					t.Errorf("%s: an example exports a variable later blocks would inherit: %s", doc, line)
+				}
+			}
+		}
+	}
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/skidata/skidata/app/compose"
 )
 
-// TestReadmeNamesEveryRegisteredAdapter: the README's configuration table
+// TestReferenceNamesEveryRegisteredAdapter: docs/reference.md's flag table
 // names every store, queue and cache of the one registry (app/compose's
 // registry.go), so an adapter added there is documented or this fails.
-func TestReadmeNamesEveryRegisteredAdapter(t *testing.T) {
-	readme := readReadme(t)
+func TestReferenceNamesEveryRegisteredAdapter(t *testing.T) {
+	readme := readDoc(t, "docs/reference.md")
 	rows := map[string]string{}
 	for _, line := range strings.Split(readme, "\n") {
 		for _, flag := range []string{"store", "queue", "cache"} {
@@ -23,7 +23,7 @@ func TestReadmeNamesEveryRegisteredAdapter(t *testing.T) {
 	for flag, names := range map[string][]string{"store": compose.StoreNames(), "queue": compose.QueueNames(), "cache": compose.CacheNames()} {
 		row, ok := rows[flag]
 		if !ok {
-			t.Errorf("README.md has no row for --%s", flag)
+			t.Errorf("docs/reference.md has no row for --%s", flag)
 			continue
 		}
 		if len(names) == 0 {
@@ -31,7 +31,7 @@ func TestReadmeNamesEveryRegisteredAdapter(t *testing.T) {
 		}
 		for _, n := range names {
 			if !strings.Contains(row, "`"+n+"`") {
-				t.Errorf("README.md's --%s row does not name `%s`: %s", flag, n, row)
+				t.Errorf("docs/reference.md's --%s row does not name `%s`: %s", flag, n, row)
 			}
 		}
 	}

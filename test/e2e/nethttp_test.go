@@ -16,12 +16,12 @@ import (
 	"github.com/skidata/skidata/test/apitest"
 )
 
-// netHTTPTableHeader opens the README's table of what net/http answers
+// netHTTPTableHeader opens docs/api.md's table of what net/http answers
 // itself, before any handler of the service runs.
 const netHTTPTableHeader = "| request | status | body |"
 
 // netHTTPCases are the raw requests of each row of that table, keyed by
-// the row's first cell as the README spells it.
+// the row's first cell as docs/api.md spells it.
 var netHTTPCases = map[string][]string{
 	"HTTP/1.1 without a `Host` header":                                {"GET /resorts HTTP/1.1\r\n\r\n"},
 	"a malformed percent-escape in the path (`/resorts/%zz/seasons`)": {"GET /resorts/%zz/seasons HTTP/1.1\r\nHost: x\r\n\r\n"},
@@ -45,31 +45,31 @@ var netHTTPCases = map[string][]string{
 	"headers not complete within `--http-read-timeout` (at most 5 s)": {"GET /resorts HTTP/1.1\r\nHost: x\r\n"},
 }
 
-// readmeNetHTTPRows returns the rows of the README's table: first cell,
+// apiDocNetHTTPRows returns the rows of docs/api.md's table: first cell,
 // status, body.
-func readmeNetHTTPRows(t *testing.T) [][3]string {
+func apiDocNetHTTPRows(t *testing.T) [][3]string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs/api.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(readme), "\n"+netHTTPTableHeader+"\n")
 	if !ok {
-		t.Fatalf("README.md has no table headed %q", netHTTPTableHeader)
+		t.Fatalf("docs/api.md has no table headed %q", netHTTPTableHeader)
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	var rows [][3]string
 	for _, line := range strings.Split(table, "\n")[1:] { // after |---|
 		cells := strings.Split(strings.Trim(line, "|"), " | ")
 		if len(cells) != 3 {
-			t.Fatalf("README row %q does not have 3 cells", line)
+			t.Fatalf("docs/api.md row %q does not have 3 cells", line)
 		}
 		rows = append(rows, [3]string{strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])})
 	}
 	return rows
 }
 
-// TestWhatNetHTTPAnswersItselfIsPlainText: the README says every error of
+// TestWhatNetHTTPAnswersItselfIsPlainText: docs/api.md says every error of
 // the service is JSON, except the answers net/http gives before a handler
 // runs, which it lists. Each row of that list is sent as a raw request
 // to a running service and must be answered as the row says (status and
@@ -79,13 +79,13 @@ func TestWhatNetHTTPAnswersItselfIsPlainText(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.HTTP.ReadTimeout = 300 * time.Millisecond // the header cut-off is min(5 s, this)
 	addr := strings.TrimPrefix(apitest.Start(t, cfg), "http://")
-	rows := readmeNetHTTPRows(t)
+	rows := apiDocNetHTTPRows(t)
 	seen := map[string]bool{}
 	for _, row := range rows {
 		request, status, body := row[0], row[1], row[2]
 		raws, ok := netHTTPCases[request]
 		if !ok {
-			t.Errorf("the README lists %q, which this test does not send; add its request to netHTTPCases", request)
+			t.Errorf("docs/api.md lists %q, which this test does not send; add its request to netHTTPCases", request)
 			continue
 		}
 		seen[request] = true
@@ -94,7 +94,7 @@ func TestWhatNetHTTPAnswersItselfIsPlainText(t *testing.T) {
 			short := raw[:min(len(raw), 60)]
 			if status == "none" {
 				if len(got) != 0 {
-					t.Errorf("%s (%q): answered %q; the README says the connection is closed without an answer", request, short, got)
+					t.Errorf("%s (%q): answered %q; docs/api.md says the connection is closed without an answer", request, short, got)
 				}
 				continue
 			}
@@ -111,13 +111,13 @@ func TestWhatNetHTTPAnswersItselfIsPlainText(t *testing.T) {
 				wantBody, wantType = "", ""
 			}
 			if resp.Status[:3] != status || string(b) != wantBody || ctype != wantType {
-				t.Errorf("%s (%q): %s %q (%s); the README says %s %q (%s)", request, short, resp.Status, b, ctype, status, wantBody, wantType)
+				t.Errorf("%s (%q): %s %q (%s); docs/api.md says %s %q (%s)", request, short, resp.Status, b, ctype, status, wantBody, wantType)
 			}
 		}
 	}
 	for request := range netHTTPCases {
 		if !seen[request] {
-			t.Errorf("the README does not list %q, which net/http answers itself", request)
+			t.Errorf("docs/api.md does not list %q, which net/http answers itself", request)
 		}
 	}
 }
