@@ -158,3 +158,16 @@ func headingAnchors(text string) map[string]bool {
 	}
 	return out
 }
+
+// TestBenchmarksIsAReport: docs/benchmarks.md stays a report of the runs at
+// the tip (under 300 lines), not a diary of every round; git keeps the
+// superseded runs.
+func TestBenchmarksIsAReport(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash("docs/benchmarks.md")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(src), "\n"); n >= 300 {
+		t.Errorf("docs/benchmarks.md has %d lines; keep it under 300", n)
+	}
+}

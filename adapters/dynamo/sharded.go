@@ -44,8 +44,8 @@ type ShardedStore struct {
 // MarkerShards is how many partition key values one resort-day's markers
 // are spread over. A burst of new skiers at one resort writes
 // MarkerShards × 1,000 markers a second before a shard throttles, and
-// UniqueSkiers reads MarkerShards small partitions; docs/benchmarks.md
-// has the measurements behind the choice.
+// UniqueSkiers reads MarkerShards small partitions; docs/dynamodb.md
+// ("The sharded model: no hot key") explains the choice.
 const MarkerShards = 16
 
 // seenMarkers bounds the markers a process remembers having written: about

@@ -38,17 +38,16 @@ ON CONFLICT DO NOTHING`
 
 // AddRides implements ports.RideStore. It writes the batch with one
 // INSERT ... SELECT FROM unnest(arrays), one round trip and no explicit
-// transaction. docs/benchmarks.md compares it with COPY into a temporary
-// table followed by INSERT ... ON CONFLICT (addRidesCopy, in bulk_test.go):
-// this one is faster at every batch size measured, 100 to 10,000 (51% at
-// the default 500).
+// transaction. BenchmarkAddRides compares it with COPY into a temporary
+// table followed by INSERT ... ON CONFLICT (addRidesCopy, in bulk_test.go),
+// which needs a transaction and more round trips a batch; docs/benchmarks.md
+// has the comparison.
 //
 // The first try is a plain INSERT: a batch of new rides, the steady state,
 // then costs the server no speculative insertion (a conflict check, then
-// a confirmation written to the WAL, for every ride: about 15% of its CPU
-// a ride, docs/benchmarks.md). A batch holding a ride already stored, a
-// redelivery, fails whole with unique_violation, stores nothing, and goes
-// again with ON CONFLICT DO NOTHING.
+// a confirmation written to the WAL, for every ride). A batch holding a
+// ride already stored, a redelivery, fails whole with unique_violation,
+// stores nothing, and goes again with ON CONFLICT DO NOTHING.
 func (s *RideStore) AddRides(ctx context.Context, rides []domain.LiftRide) error {
 	cols := columnsOf(rides)
 	if cols.n == 0 {

@@ -114,8 +114,8 @@ func DefaultConfig() Config {
 		// A short linger makes fuller messages, so a broker's confirm (an
 		// append and an fsync) is shared by more rides, for a few ms of
 		// POST latency; the gap lets a burst of concurrent POSTs that has
-		// all arrived go without waiting out the linger (the batching
-		// study in docs/benchmarks.md chose both).
+		// all arrived go without waiting out the linger (docs/rabbitmq.md,
+		// "Group commit and the message as the unit of work").
 		Publish:         app.PublishConfig{MaxRides: 256, Linger: 5 * time.Millisecond, LingerGap: time.Millisecond},
 		Persister:       app.PersisterConfig{BatchSize: 500, Linger: 20 * time.Millisecond, RetryFor: 30 * time.Second, Writers: 4},
 		ShutdownTimeout: 30 * time.Second,

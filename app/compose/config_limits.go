@@ -15,9 +15,8 @@ const (
 	// MaxBatchSize bounds --batch-size: one store write holds its batch
 	// in memory several times over (the deliveries, the sorted copy, the
 	// columns or items, the cache keys) and is retried and redelivered
-	// whole; docs/benchmarks.md measured no gain past 10,000 rides. A
-	// larger value only ever made batches wait for --batch-linger, or
-	// the process run out of memory.
+	// whole. A larger value only ever makes batches wait for
+	// --batch-linger, or the process run out of memory.
 	MaxBatchSize = 100_000
 	// maxPrefetch is AMQP's basic.qos prefetch-count, a 16-bit field.
 	maxPrefetch = math.MaxUint16
