@@ -65,9 +65,9 @@ func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
 	}
 
 	prefix := amqptest.Prefix(t)
-	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
+	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(t), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
 	envFile := filepath.Join(dir, "skiapi.env")
-	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=127.0.0.1:0\n", amqptest.URL(), prefix)
+	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=127.0.0.1:0\n", amqptest.URL(t), prefix)
 	if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}
