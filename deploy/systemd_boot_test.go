@@ -18,6 +18,7 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/amqptest"
+	"github.com/skidata/skidata/test/needs"
 )
 
 // TestSystemdUnitsBootUnderSystemd boots a Debian root (Debian's packages
@@ -40,13 +41,8 @@ import (
 // TimeoutStopSec without systemd resorting to SIGKILL, leaving no process
 // behind.
 func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("booting a container with systemd-nspawn needs root")
-	}
-	nspawn, err := exec.LookPath("systemd-nspawn")
-	if err != nil {
-		t.Fatalf("systemd-nspawn is not installed (Debian package systemd-container; scripts/services.sh installs it): %v", err)
-	}
+	needs.Root(t, "systemd-nspawn boots the units in a container, against RabbitMQ")
+	nspawn := needs.Program(t, "systemd-nspawn", "systemd-container")
 	rootOut, err := exec.Command("../scripts/nspawn-root.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/nspawn-root.sh could not provide the Debian root: %v\n%s", err, stderrOf(err))

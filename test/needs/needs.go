@@ -77,6 +77,17 @@ func names(programs []string) []string {
 	return out
 }
 
+// NPM skips t under -short, naming the npm package it reads files of and
+// the directory whose package-lock.json pins it ("npm ci --prefix dir"
+// installs it); without -short it returns, and the test fails naming the
+// command when the files are missing.
+func NPM(t testing.TB, pkg, dir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(SkipPrefix + "the npm package " + pkg + " (npm ci --prefix " + dir + ")")
+	}
+}
+
 // Root skips t under -short, saying it needs root for why; without -short
 // a run as another user fails t.
 func Root(t testing.TB, why string) {
