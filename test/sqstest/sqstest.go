@@ -56,16 +56,16 @@ var (
 //
 //	func TestMain(m *testing.M) { os.Exit(sqstest.Main(m)) }
 func Main(m *testing.M) int {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
 	if !flag.Parsed() {
 		flag.Parse() // testing.Short reads the flags, which m.Run has not parsed yet
 	}
 	if testing.Short() {
 		return m.Run() // whatever asks for the server skips
-	}
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_EC2_METADATA_DISABLED": "true"} {
-		if os.Getenv(k) == "" {
-			os.Setenv(k, v)
-		}
 	}
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		px, err := sqssim.StartProxy(ep, sqssim.Options{})
