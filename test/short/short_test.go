@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,11 +252,11 @@ func TestWithoutShortAMissingServerFailsNamingIt(t *testing.T) {
 	}
 	for pkg, what := range named {
 		all := ""
-		for k, out := range r.output {
+		for _, k := range slices.Sorted(maps.Keys(r.output)) {
 			if k == module+pkg || strings.HasPrefix(k, module+pkg+" ") {
-				all += out
+				all += r.output[k]
 				if r.action[k] == "skip" && k != module+pkg {
-					t.Errorf("%s skipped without -short; want it to fail naming %s:\n%s", k, what, out)
+					t.Errorf("%s skipped without -short; want it to fail naming %s:\n%s", k, what, r.output[k])
 				}
 			}
 		}
