@@ -1,7 +1,7 @@
 // Package pgtest gives tests the machine's PostgreSQL (scripts/services.sh
 // starts it) and schemas of their own, dropped when the test ends, so runs
 // never see each other's rows. An unreachable server fails the test, naming
-// it: tests that need PostgreSQL never skip.
+// it; tests that need PostgreSQL skip only under -short (test/needs).
 package pgtest
 
 import (
