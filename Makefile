@@ -3,16 +3,27 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: test test-cluster test-deploy soak run generate check-generated vet fmt-check services build release
+.PHONY: test test-short test-cluster test-deploy soak run generate check-generated vet fmt-check services build release
 
 ## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race.
 ## The packages whose tests mostly wait (RabbitMQ nodes booting, processes
-## started and killed, dynalite) go first, and four programs (compiles or
-## test binaries) run at once rather than one per core: while one waits,
-## another compiles.
-SLOW_FIRST := ./test/e2e/ ./cmd/skiload/internal/nemesis/ ./adapters/dynamo/ ./cmd/skiload/ ./cmd/skibench/internal/bench/ ./deploy/
+## started and killed, dynalite) go first, then test/short (which runs
+## go test -short ./... itself, so it would otherwise end the run alone), and
+## four programs (compiles or test binaries) run at once rather than one
+## per core: while one waits, another compiles.
+SLOW_FIRST := ./test/e2e/ ./cmd/skiload/internal/nemesis/ ./adapters/dynamo/ ./cmd/skiload/ ./cmd/skibench/internal/bench/ ./deploy/ ./test/short/
 test: services fmt-check vet
 	$(GO) test -race -count=1 -p 4 -timeout 20m $(SLOW_FIRST) ./...
+
+## test-short: what needs nothing but Go (unit tests, the contract suites
+## on memory and in-process, the API suite in memory mode); every test that
+## needs a server, a program or root skips, naming it (test/needs). It
+## passes on a machine with only Go installed; test/short proves that under
+## make test. No -race: the race detector needs cgo and so a C compiler,
+## which such a machine lacks, and it slows both compiling and running
+## past the minute this target is for; make test runs everything with it.
+test-short:
+	$(GO) test -short -count=1 ./...
 
 ## test-cluster: the RabbitMQ failover test (three local nodes of its own,
 ## the leader of the ride queues stopped and killed under load) and the

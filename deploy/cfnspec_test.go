@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // The template is checked against CloudFormation's resource specification
@@ -115,6 +117,7 @@ var servicePrimitives = map[string]string{
 
 func loadSpec(t *testing.T) *cfnSpec {
 	t.Helper()
+	needs.NPM(t, "@aws-cdk/aws-service-spec", "deploy/cfnspec")
 	specOnce.Do(func() { loadedSpec, specErr = readServiceSpec() })
 	if specErr != nil {
 		t.Fatal(specErr)

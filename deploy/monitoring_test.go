@@ -17,6 +17,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/prom"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/needs"
 )
 
 // pendingMetrics are names the alert rules and the dashboard use that the
@@ -129,11 +130,7 @@ func loadRules(t *testing.T) ruleFile {
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool is not installed (Debian package prometheus; scripts/services.sh installs it): %v", err)
-	}
-	return bin
+	return needs.Program(t, "promtool", "prometheus")
 }
 
 // The scrape config and the rules pass promtool's checks, and the rules'

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // deploy/aws/pitr-restore.sh runs against fakeAWS: this test binary, called
@@ -256,6 +258,7 @@ func (s *fakeState) call(args []string) (string, error) {
 // it returns the script's error, its output and the fake's state after.
 func runPITR(t *testing.T, scenario func(*fakeState), stdin string, extra ...string) (error, string, *fakeState) {
 	t.Helper()
+	needs.Program(t, "bash", "bash")
 	st := &fakeState{Tables: map[string]*fakeTable{}, Backups: map[string]*fakeBackup{}, ItemsAt: map[string]int{}, RestorePolls: 3, BackupPolls: 1}
 	for name, items := range map[string]int{"skidata-sharded-skierTable": 900, "skidata-sharded-skierDayMarkerTable": 300, "skidata-sharded-resortTable": 10} {
 		st.Tables[name] = &fakeTable{Status: "ACTIVE", Items: items, Protected: true, PITR: true}
@@ -401,10 +404,7 @@ func TestPITRRestoreStopsBeforeDeletingAnything(t *testing.T) {
 // what bash -n does not: unquoted expansions, a failure hidden in a
 // condition, a variable never set.
 func TestScriptsPassShellcheck(t *testing.T) {
-	bin, err := exec.LookPath("shellcheck")
-	if err != nil {
-		t.Fatal("shellcheck is not installed (Debian package shellcheck; scripts/services.sh installs it)")
-	}
+	bin := needs.Program(t, "shellcheck", "shellcheck")
 	scripts := map[string]string{}
 	raw, err := os.ReadFile("aws/pitr-restore.sh")
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // The queue between the API and the consumers is a parameter: Amazon SQS
@@ -239,10 +241,7 @@ func (m *managementAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cfnresponse module), and returns what it replied to CloudFormation.
 func runBrokerUserFunction(t *testing.T, requestType, consoleURL string) map[string]any {
 	t.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run the broker user function's handler")
-	}
+	python := needs.Program(t, "python3", "python3")
 	dir := t.TempDir()
 	files := map[string]string{
 		"index.py": brokerUserFunction(t),

@@ -18,6 +18,7 @@ import (
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/amqptest"
+	"github.com/skidata/skidata/test/needs"
 )
 
 // TestSystemdUnitsBootUnderSystemd boots a Debian root (Debian's packages
@@ -40,13 +41,8 @@ import (
 // TimeoutStopSec without systemd resorting to SIGKILL, leaving no process
 // behind.
 func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("booting a container with systemd-nspawn needs root")
-	}
-	nspawn, err := exec.LookPath("systemd-nspawn")
-	if err != nil {
-		t.Fatalf("systemd-nspawn is not installed (Debian package systemd-container; scripts/services.sh installs it): %v", err)
-	}
+	needs.Root(t, "systemd-nspawn boots the units in a container, against RabbitMQ")
+	nspawn := needs.Program(t, "systemd-nspawn", "systemd-container")
 	rootOut, err := exec.Command("../scripts/nspawn-root.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/nspawn-root.sh could not provide the Debian root: %v\n%s", err, stderrOf(err))
@@ -65,9 +61,9 @@ func TestSystemdUnitsBootUnderSystemd(t *testing.T) {
 	}
 
 	prefix := amqptest.Prefix(t)
-	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
+	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(t), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
 	envFile := filepath.Join(dir, "skiapi.env")
-	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=127.0.0.1:0\n", amqptest.URL(), prefix)
+	env := fmt.Sprintf("SKI_QUEUE=rabbitmq\nSKI_AMQP_URL=%s\nSKI_AMQP_PREFIX=%s\nSKI_LISTEN=127.0.0.1:0\n", amqptest.URL(t), prefix)
 	if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}

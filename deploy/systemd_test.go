@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // maxExposure is the highest overall exposure `systemd-analyze security`
@@ -24,10 +26,7 @@ var overall = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+) (\S+
 // to run here). scripts/services.sh installs systemd-analyze when missing,
 // so under make test the command is always there.
 func TestSystemdUnitsAreSandboxed(t *testing.T) {
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatalf("systemd-analyze is not installed (Debian package systemd; scripts/services.sh installs it): %v", err)
-	}
+	bin := needs.Program(t, "systemd-analyze", "systemd")
 	for _, unit := range units {
 		out, err := exec.Command(bin, "security", "--offline=yes", "--no-pager", unit).CombinedOutput()
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/needs"
 	"github.com/skidata/skidata/test/sqstest"
 	"github.com/skidata/skidata/test/storetest"
 )
@@ -1847,10 +1848,7 @@ func TestTemplateShipsTheServiceLogsAndMemoryAndDiskMetrics(t *testing.T) {
 	if p, _ := params["LogRetentionDays"].(map[string]any); p == nil || p["Default"] == nil || !slices.Contains(anyList(p["AllowedValues"]), p["Default"]) {
 		t.Errorf("parameter LogRetentionDays is %v; want a default among its AllowedValues", p)
 	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Fatal("bash is needed to check the user-data's syntax")
-	}
+	bash := needs.Program(t, "bash", "bash")
 	lts := resources(t, tpl, "AWS::EC2::LaunchTemplate")
 	for name, role := range map[string]string{"ApiLaunchTemplate": "api", "ConsumerLaunchTemplate": "consumer"} {
 		ud, _ := userData(lts[name])

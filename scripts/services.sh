@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the servers the test suite talks to are up: starts the ones that
 # are installed but stopped, and fails loudly, naming the missing piece, when
-# one cannot be had. Nothing here is skipped: a test that needs a server must
-# find it.
+# one cannot be had. Without -short nothing is skipped (test/needs): a test
+# that needs a server must find it.
 set -euo pipefail
 
 fail() { echo "make test: $*" >&2; exit 1; }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
 	"github.com/skidata/skidata/test/amqptest"
+	"github.com/skidata/skidata/test/needs"
 	"github.com/skidata/skidata/test/pgtest"
 	"github.com/skidata/skidata/test/poll"
 )
@@ -64,6 +65,8 @@ var examplePorts = []string{"8080", "8081", "4567"}
 // once its last block ends, and the pages must leave the repository's files
 // as they were.
 func TestDocsShellBlocksRunAsPasted(t *testing.T) {
+	needs.Server(t, "PostgreSQL, RabbitMQ, Node.js (dynalite, fauxqs), and bash, curl and git: the pages' blocks use them as pasted")
+	needs.Programs(t, "bash", "curl", "git", "node:nodejs")
 	root := repoRoot(t)
 	before := gitStatus(t, root)
 	gobin := t.TempDir()
@@ -269,9 +272,9 @@ func freePort(t *testing.T) string {
 // are deleted when the test ends.
 func amqpPrefixRemovedAtEnd(t *testing.T) string {
 	t.Helper()
-	prefix := amqptest.Prefix(t)
+	prefix, url := amqptest.Prefix(t), amqptest.URL(t)
 	t.Cleanup(func() {
-		conn, err := amqp.Dial(amqptest.URL())
+		conn, err := amqp.Dial(url)
 		if err != nil {
 			t.Errorf("delete the pages' queues %s.*: %v", prefix, err)
 			return

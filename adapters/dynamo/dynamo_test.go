@@ -16,6 +16,7 @@ import (
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/needs"
 	"github.com/skidata/skidata/test/storetest"
 )
 
@@ -207,6 +208,7 @@ func TestAbandonedConditionKeepsRedeliveredRideOnce(t *testing.T) {
 // limit after a few dozen rides instead of ~12,800.
 func TestAbandonedFullSkierDayIsInvalid(t *testing.T) {
 	t.Parallel()
+	needs.Server(t, dynamotest.Server)
 	srv, err := dynamosim.Start("--maxItemSizeKb", "1")
 	if err != nil {
 		t.Fatalf("no DynamoDB test server: %v", err)

@@ -101,7 +101,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	errs := make(chan error, starters)
 	for range starters {
 		go func() {
-			db, err := Open(testCtx(t, 30*time.Second), Config{URL: pgtest.URL(), MaxConns: 1, Schema: schema})
+			db, err := Open(testCtx(t, 30*time.Second), Config{URL: pgtest.URL(t), MaxConns: 1, Schema: schema})
 			if err == nil {
 				db.Close()
 			}
@@ -135,9 +135,9 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 // replaced.
 func withURLPart(t *testing.T, database, user string) string {
 	t.Helper()
-	u, err := url.Parse(pgtest.URL())
+	u, err := url.Parse(pgtest.URL(t))
 	if err != nil || u.Scheme == "" {
-		t.Fatalf("SKIDATA_TEST_POSTGRES_URL must be a postgres:// URL for this test: %q", pgtest.URL())
+		t.Fatalf("SKIDATA_TEST_POSTGRES_URL must be a postgres:// URL for this test: %q", pgtest.URL(t))
 	}
 	if database != "" {
 		u.Path = "/" + database

@@ -19,7 +19,7 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 // rows. An unreachable server fails the test, naming it.
 func openTestDB(t testing.TB, cfg Config) *DB {
 	t.Helper()
-	cfg.URL = pgtest.URL()
+	cfg.URL = pgtest.URL(t)
 	if cfg.Schema == "" {
 		cfg.Schema = pgtest.Schema(t, "test")
 	}

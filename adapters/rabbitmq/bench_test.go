@@ -21,7 +21,7 @@ import (
 func BenchmarkPublishConcurrent(b *testing.B) {
 	for _, batch := range []int{1, 256} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			cfg := rabbitmq.Config{URL: amqptest.URL(), Prefix: fmt.Sprintf("skibench.publish.%d.%d", time.Now().UnixNano(), batch)}
+			cfg := rabbitmq.Config{URL: amqptest.URL(b), Prefix: fmt.Sprintf("skibench.publish.%d.%d", time.Now().UnixNano(), batch)}
 			ctx := context.Background()
 			br, err := rabbitmq.Open(ctx, cfg)
 			if err != nil {

@@ -97,7 +97,7 @@ func TestPasswordRotatedAtTheBrokerIsReadAgainOnReconnect(t *testing.T) {
 // fails Open with its reason and the URL, not the password.
 func TestCredentialsErrorFailsOpen(t *testing.T) {
 	cfg := rabbitmq.Config{
-		URL: amqptest.URL(), Prefix: amqptest.Prefix(t),
+		URL: amqptest.URL(t), Prefix: amqptest.Prefix(t),
 		Credentials: func(context.Context) (string, string, error) {
 			return "", "", errors.New("secret not found")
 		},

@@ -20,7 +20,7 @@ import (
 // publishGarbage puts a body no adapter wrote into shard 0's queue.
 func publishGarbage(t *testing.T, b *rabbitmq.Broker) {
 	t.Helper()
-	conn, err := amqp.Dial(amqptest.URL())
+	conn, err := amqp.Dial(amqptest.URL(t))
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestMessageWhoseRidesAreAllRefusedIsDeadLetteredByTheBroker(t *testing.T) {
 // changing the topology behind the adapter's back.
 func adminChannel(t *testing.T) *amqp.Channel {
 	t.Helper()
-	conn, err := amqp.Dial(amqptest.URL())
+	conn, err := amqp.Dial(amqptest.URL(t))
 	if err != nil {
 		t.Fatalf("RabbitMQ is needed for this test: %v", err)
 	}

@@ -22,7 +22,7 @@ import (
 // does not delete them).
 func openPeer(t *testing.T, cfg rabbitmq.Config) *rabbitmq.Broker {
 	t.Helper()
-	cfg.URL = amqptest.URL()
+	cfg.URL = amqptest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, err := rabbitmq.Open(ctx, cfg)

@@ -61,7 +61,7 @@ func (l *logBuffer) connected(role string) []string {
 func TestOpenSkipsAnUnreachableFirstURL(t *testing.T) {
 	logs := &logBuffer{}
 	dead := "amqp://guest:guest@127.0.0.1:1/"
-	live := amqptest.URL()
+	live := amqptest.URL(t)
 	b := openBroker(t, rabbitmq.Config{URL: dead + "," + live, Logger: logs.logger()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -97,7 +97,7 @@ func TestOpenSkipsAnUnreachableFirstURL(t *testing.T) {
 // the other; cutting that one (the first restored) moves them back to the
 // first: a redial starts after the node that failed, and wraps around.
 func TestRedialTakesTheNextURLRoundRobin(t *testing.T) {
-	live, err := url.Parse(amqptest.URL())
+	live, err := url.Parse(amqptest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

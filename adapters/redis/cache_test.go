@@ -11,15 +11,8 @@ import (
 
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/cachetest"
+	"github.com/skidata/skidata/test/redistest"
 )
-
-// URL is the Redis the tests use; SKI_TEST_REDIS_URL overrides it.
-func testURL() string {
-	if u := os.Getenv("SKI_TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
 
 var seq atomic.Int64
 
@@ -27,12 +20,13 @@ var seq atomic.Int64
 // ends. It fails the test, naming Redis, when Redis does not answer.
 func newTestCache(t *testing.T) *Cache {
 	t.Helper()
+	url := redistest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	prefix := fmt.Sprintf("skitest:%d:%d:%d:", os.Getpid(), time.Now().UnixNano(), seq.Add(1))
-	c, err := New(ctx, Config{URL: testURL(), Prefix: prefix})
+	c, err := New(ctx, Config{URL: url, Prefix: prefix})
 	if err != nil {
-		t.Fatalf("Redis is needed for this test (start it with `make services`): %v", err)
+		t.Fatalf("Redis at %s is needed for this test (start it with `make services`, or set %s): %v", url, redistest.EnvURL, err)
 	}
 	t.Cleanup(func() {
 		if err := c.DeletePrefix(context.Background()); err != nil {

@@ -24,7 +24,7 @@ func TestMigrateThenSeedKeepsExistingSeasons(t *testing.T) {
 	defer cancel()
 	admin := pgtest.Admin(t)
 	schema := pgtest.Schema(t, "cmd")
-	flags := []string{"--store", "postgres", "--database-url", pgtest.URL(), "--db-schema", schema}
+	flags := []string{"--store", "postgres", "--database-url", pgtest.URL(t), "--db-schema", schema}
 	cmd := func(name string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer

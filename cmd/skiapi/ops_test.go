@@ -106,9 +106,9 @@ func TestDLQListThenReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("skitest.cmd.%d", time.Now().UnixNano())
-	flags := []string{"--queue", "rabbitmq", "--amqp-url", amqptest.URL(), "--amqp-prefix", prefix, "--amqp-delivery-limit", "1"}
+	flags := []string{"--queue", "rabbitmq", "--amqp-url", amqptest.URL(t), "--amqp-prefix", prefix, "--amqp-delivery-limit", "1"}
 	// Declared as the service with these flags declares them.
-	adapterCfg := rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
+	adapterCfg := rabbitmq.Config{URL: amqptest.URL(t), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity, DeliveryLimit: 1}
 	admin := amqptest.Open(t, adapterCfg)
 
 	// A consumer that refuses every ride once: each is dead-lettered.

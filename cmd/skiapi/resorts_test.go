@@ -20,7 +20,7 @@ import (
 func durableStoreFlags(t *testing.T) map[string][]string {
 	t.Helper()
 	stores := map[string][]string{
-		"postgres": {"--store", "postgres", "--database-url", pgtest.URL(), "--db-schema", pgtest.Schema(t, "resorts")},
+		"postgres": {"--store", "postgres", "--database-url", pgtest.URL(t), "--db-schema", pgtest.Schema(t, "resorts")},
 	}
 	endpoint := dynamotest.EndpointOrStart(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
@@ -104,7 +104,7 @@ func TestResortsPutImportListOnEveryDurableStore(t *testing.T) {
 // without a valid id or name, and a store that keeps nothing, are refused
 // too. Each exits 2, as a usage error.
 func TestResortsRefuseBadInputAndWriteNothing(t *testing.T) {
-	flags := []string{"--store", "postgres", "--database-url", pgtest.URL(), "--db-schema", pgtest.Schema(t, "resorts")}
+	flags := []string{"--store", "postgres", "--database-url", pgtest.URL(t), "--db-schema", pgtest.Schema(t, "resorts")}
 	for _, c := range []struct {
 		args []string
 		want string

@@ -19,7 +19,7 @@ const amqpSecretARN = "arn:aws:secretsmanager:eu-central-1:123456789012:secret:s
 // removed: only the secret can log in.
 func amqpURLWithoutPassword(t *testing.T) (rawURL, password string) {
 	t.Helper()
-	u, err := url.Parse(amqptest.URL())
+	u, err := url.Parse(amqptest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestAMQPPasswordComesFromSecretsManager(t *testing.T) {
 	prefix := fmt.Sprintf("skitest.cmd.secret.%d", time.Now().UnixNano())
 	flags := []string{"dlq", "list", "--queue", "rabbitmq", "--amqp-url", rawURL, "--amqp-prefix", prefix, "--amqp-password-secret", amqpSecretARN}
 	// Declared as the commands declare them, and deleted when the test ends.
-	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
+	amqptest.Open(t, rabbitmq.Config{URL: amqptest.URL(t), Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity})
 
 	for _, value := range []string{password, `{"username":"` + strings.SplitN(strings.TrimPrefix(rawURL, "amqp://"), "@", 2)[0] + `","password":"` + password + `"}`} {
 		fake.Set(amqpSecretARN, value)

@@ -1,7 +1,9 @@
 // Package amqptest gives tests a RabbitMQ to talk to: the machine's broker
 // (make test starts it when it is stopped) or the one
 // SKIDATA_TEST_AMQP_URL names, and queues no other test or run uses,
-// deleted when the test ends.
+// deleted when the test ends. Under -short (test/needs) every test that
+// needs the broker skips, naming it; otherwise an unreachable broker fails
+// the test.
 package amqptest
 
 import (
@@ -16,13 +18,17 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/adapters/rabbitmq"
+	"github.com/skidata/skidata/test/needs"
 )
 
 // EnvURL names a broker to use instead of the machine's own.
 const EnvURL = "SKIDATA_TEST_AMQP_URL"
 
-// URL is the broker the tests run against.
-func URL() string {
+// URL is the broker the tests run against. It is how a test says it needs
+// RabbitMQ: under -short it skips t, naming the server.
+func URL(t testing.TB) string {
+	t.Helper()
+	needs.Server(t, "RabbitMQ")
 	if u := os.Getenv(EnvURL); u != "" {
 		return u
 	}
@@ -43,8 +49,9 @@ func Prefix(t testing.TB) string {
 // to start it.
 func Open(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Broker {
 	t.Helper()
+	needs.Server(t, "RabbitMQ")
 	if cfg.URL == "" {
-		cfg.URL = URL()
+		cfg.URL = URL(t)
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = Prefix(t)
@@ -71,6 +78,7 @@ func Open(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Broker {
 // its output.
 func Ctl(t testing.TB, args ...string) {
 	t.Helper()
+	needs.Server(t, "RabbitMQ (rabbitmqctl)")
 	if out, err := exec.Command("rabbitmqctl", append([]string{"-q"}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("rabbitmqctl %s (run as root on the broker's machine): %v: %s", args[0], err, out)
 	}
@@ -83,7 +91,8 @@ func Ctl(t testing.TB, args ...string) {
 // manages only this machine's.
 func User(t testing.TB, password string) (user, rawURL string) {
 	t.Helper()
-	u, err := url.Parse(URL())
+	needs.Server(t, "RabbitMQ (rabbitmqctl)")
+	u, err := url.Parse(URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

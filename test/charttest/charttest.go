@@ -13,16 +13,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // Render turns svg into a picture with rsvg-convert; a machine without it
-// fails the test, naming the package that provides it.
+// fails the test, naming the package that provides it (under -short the
+// test skips, test/needs).
 func Render(t testing.TB, svg io.Reader) image.Image {
 	t.Helper()
-	rsvg, err := exec.LookPath("rsvg-convert")
-	if err != nil {
-		t.Fatal("rsvg-convert is needed to render the chart: apt-get install librsvg2-bin")
-	}
+	rsvg := needs.Program(t, "rsvg-convert", "librsvg2-bin")
 	cmd := exec.Command(rsvg, "--format", "png")
 	cmd.Stdin = svg
 	var out, stderr bytes.Buffer

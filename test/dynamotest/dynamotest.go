@@ -7,10 +7,14 @@
 // by SKIDATA_TEST_DYNAMODB_ENDPOINT; each test case then creates its own
 // tables under a unique prefix (Prefix), so runs never see each other's
 // items. The static credentials and the region here are for tests only.
+//
+// Under -short (test/needs) Main starts nothing and every test that asks
+// for the server skips, naming it; the package's other tests still run.
 package dynamotest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -20,8 +24,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
+	"github.com/skidata/skidata/test/needs"
 	"github.com/skidata/skidata/test/poll"
 )
+
+// Server is what a test that asks for the server needs, as -short's skip
+// message names it.
+const Server = "dynalite (DynamoDB stand-in, on Node.js)"
 
 // EnvEndpoint names an already running DynamoDB-compatible server to use
 // instead of starting dynalite.
@@ -45,10 +54,16 @@ var quickTables = []string{"--createTableMs", "0", "--deleteTableMs", "0", "--up
 
 // Main starts dynalite (unless EnvEndpoint is set), runs the tests and stops
 // it. When the server cannot be started it prints why and how to fix it and
-// returns a failing exit code: the tests never skip.
+// returns a failing exit code: the tests skip only under -short.
 //
 //	func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 func Main(m *testing.M, args ...string) int {
+	if !flag.Parsed() {
+		flag.Parse() // testing.Short reads the flags, which m.Run has not parsed yet
+	}
+	if testing.Short() {
+		return m.Run() // whatever asks for the server skips
+	}
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		px, err := dynamosim.StartProxy(ep, dynamosim.Options{})
 		if err != nil {
@@ -73,6 +88,7 @@ func Main(m *testing.M, args ...string) int {
 // Main was not called.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if endpoint == "" {
 		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
 	}
@@ -83,6 +99,7 @@ func Endpoint(t testing.TB) string {
 // proxy in front: for tests of what dynalite accepts on its own.
 func Upstream(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if upstream == "" {
 		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
 	}
@@ -114,6 +131,7 @@ func Context(t testing.TB) context.Context {
 // dynalite started for this test and stopped when it ends.
 func EndpointOrStart(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		px, err := dynamosim.StartProxy(ep, dynamosim.Options{})
 		if err != nil {
@@ -135,6 +153,7 @@ func EndpointOrStart(t testing.TB) string {
 // and stops it when the test ends.
 func NewProxy(t testing.TB, opts dynamosim.Options) *dynamosim.Proxy {
 	t.Helper()
+	needs.Server(t, Server)
 	if upstream == "" {
 		t.Fatal("no DynamoDB test server: call dynamotest.Main from TestMain")
 	}
@@ -151,6 +170,7 @@ func NewProxy(t testing.TB, opts dynamosim.Options) *dynamosim.Proxy {
 // dynalite started for this test and stopped when it ends.
 func UpstreamOrStart(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		return ep
 	}

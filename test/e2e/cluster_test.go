@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/skidata/skidata/test/apitest"
+	"github.com/skidata/skidata/test/needs"
 )
 
 // The cluster fault test: the durable path (--role api and --role consumer
@@ -82,6 +83,7 @@ func (c *cluster) run(t *testing.T, timeout time.Duration, args ...string) (stri
 // same). The first attempt's error and node logs are logged.
 func startClusterOf(t *testing.T, n int) *cluster {
 	t.Helper()
+	needs.Server(t, "RabbitMQ nodes of its own (the rabbitmq-server package)")
 	if _, err := os.Stat("/usr/lib/rabbitmq/bin/rabbitmq-server"); err != nil {
 		t.Fatalf("the cluster test needs the machine's RabbitMQ packages (apt-get install rabbitmq-server): %v", err)
 	}

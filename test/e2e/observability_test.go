@@ -15,6 +15,7 @@ import (
 	"github.com/skidata/skidata/adapters/redis"
 	"github.com/skidata/skidata/app/compose"
 	"github.com/skidata/skidata/test/apitest"
+	"github.com/skidata/skidata/test/redistest"
 )
 
 // metricSum adds up every sample of a series in a /metrics body whose labels
@@ -208,6 +209,7 @@ var redisPrefixSeq int
 func TestCachedGetAfterDrainIsFreshWithRedisCache(t *testing.T) {
 	cfg := compose.DefaultConfig()
 	cfg.Cache = "redis"
+	cfg.Redis.URL = redistest.URL(t)
 	cfg.Query.CacheTTL = time.Hour
 	redisPrefixSeq++
 	cfg.Redis.Prefix = fmt.Sprintf("skitest-e2e:%d:%d:", time.Now().UnixNano(), redisPrefixSeq)

@@ -63,7 +63,7 @@ func TestStoreOutageLongerThanDeliveryLimitDeadLettersNothing(t *testing.T) {
 	t.Parallel()
 	bin := buildSkiapi(t)
 	cfg, admin := postgresConfig(t)
-	upstream, err := url.Parse(pgtest.URL())
+	upstream, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

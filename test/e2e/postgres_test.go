@@ -26,7 +26,7 @@ func postgresConfig(t *testing.T) (compose.Config, *pgx.Conn) {
 	cfg := compose.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Store = "postgres"
-	cfg.Postgres.URL = pgtest.URL()
+	cfg.Postgres.URL = pgtest.URL(t)
 	cfg.Postgres.Schema = pgtest.Schema(t, "e2e")
 	return cfg, admin
 }

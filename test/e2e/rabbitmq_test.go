@@ -36,7 +36,7 @@ func rabbitConfig(t *testing.T, kind string) compose.Config {
 // tweaks change the declaration as the test's flags change the service's.
 func rabbitTopology(t *testing.T, kind string, tweaks ...func(*rabbitmq.Config)) (url, prefix string) {
 	t.Helper()
-	url = amqptest.URL()
+	url = amqptest.URL(t)
 	prefix = fmt.Sprintf("skitest.%s.%d", kind, time.Now().UnixNano())
 	cfg := rabbitmq.Config{URL: url, Prefix: prefix, MaxLength: compose.DefaultConfig().QueueCapacity}
 	for _, tweak := range tweaks {

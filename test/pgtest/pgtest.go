@@ -1,7 +1,7 @@
 // Package pgtest gives tests the machine's PostgreSQL (scripts/services.sh
 // starts it) and schemas of their own, dropped when the test ends, so runs
 // never see each other's rows. An unreachable server fails the test, naming
-// it: tests that need PostgreSQL never skip.
+// it; tests that need PostgreSQL skip only under -short (test/needs).
 package pgtest
 
 import (
@@ -13,13 +13,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skidata/skidata/test/needs"
 )
 
 // DefaultURL is the PostgreSQL this project's machines run for tests.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-// URL is SKIDATA_TEST_POSTGRES_URL, or DefaultURL.
-func URL() string {
+// URL is SKIDATA_TEST_POSTGRES_URL, or DefaultURL. It is how a test says
+// it needs PostgreSQL: under -short it skips t, naming the server.
+func URL(t testing.TB) string {
+	t.Helper()
+	needs.Server(t, "PostgreSQL")
 	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
 		return u
 	}
@@ -30,11 +35,12 @@ func URL() string {
 // prepare and inspect it; the connection closes when the test ends.
 func Admin(t testing.TB) *pgx.Conn {
 	t.Helper()
+	url := URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, URL())
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL, or run scripts/services.sh): %v", URL(), err)
+		t.Fatalf("this test needs the PostgreSQL server at %s (set SKIDATA_TEST_POSTGRES_URL, or run scripts/services.sh): %v", url, err)
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn

@@ -7,10 +7,14 @@
 // SKIDATA_TEST_SQS_ENDPOINT names; each test case then makes queues of its
 // own under a unique name (QueueName), so runs never see each other's
 // messages. The static credentials and the region here are for tests only.
+//
+// Under -short (test/needs) Main starts nothing and every test that asks
+// for the server skips, naming it; the package's other tests still run.
 package sqstest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -23,7 +27,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/skidata/skidata/adapters/sqs/sqssim"
+	"github.com/skidata/skidata/test/needs"
 )
+
+// Server is what a test that asks for the server needs, as -short's skip
+// message names it.
+const Server = "fauxqs (SQS stand-in, on Node.js)"
 
 // EnvEndpoint names an already running fauxqs to use instead of starting
 // one.
@@ -39,7 +48,8 @@ var (
 
 // Main starts fauxqs (unless EnvEndpoint is set) behind a strict proxy,
 // runs the tests and stops it. When fauxqs cannot be started it prints why
-// and how to fix it and returns a failing exit code: the tests never skip.
+// and how to fix it and returns a failing exit code: the tests skip only
+// under -short.
 // It gives the SDK's credential chain static test credentials when the
 // environment has none, so the adapter under test finds them as it would
 // on an instance.
@@ -50,6 +60,12 @@ func Main(m *testing.M) int {
 		if os.Getenv(k) == "" {
 			os.Setenv(k, v)
 		}
+	}
+	if !flag.Parsed() {
+		flag.Parse() // testing.Short reads the flags, which m.Run has not parsed yet
+	}
+	if testing.Short() {
+		return m.Run() // whatever asks for the server skips
 	}
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		px, err := sqssim.StartProxy(ep, sqssim.Options{})
@@ -75,6 +91,7 @@ func Main(m *testing.M) int {
 // given; it fails the test when Main was not called.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if endpoint == "" {
 		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
 	}
@@ -85,6 +102,7 @@ func Endpoint(t testing.TB) string {
 // fauxqs does on its own.
 func Upstream(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if upstream == "" {
 		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
 	}
@@ -107,6 +125,7 @@ var started struct {
 // its own, as an operator would.
 func EndpointOrStart(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if endpoint != "" {
 		return endpoint
 	}
@@ -117,6 +136,7 @@ func EndpointOrStart(t testing.TB) string {
 // for a proxy of the test's own in front of it.
 func UpstreamOrStart(t testing.TB) string {
 	t.Helper()
+	needs.Server(t, Server)
 	if upstream != "" {
 		return upstream
 	}
@@ -158,6 +178,7 @@ func StopStarted() {
 // UpstreamOrStart gives it) and stops it when the test ends.
 func NewProxyOf(t testing.TB, upstream string, opts sqssim.Options) *sqssim.Proxy {
 	t.Helper()
+	needs.Server(t, Server)
 	px, err := sqssim.StartProxy(upstream, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +192,7 @@ func NewProxyOf(t testing.TB, upstream string, opts sqssim.Options) *sqssim.Prox
 // lower the in-flight limit) and stops it when the test ends.
 func NewProxy(t testing.TB, opts sqssim.Options) *sqssim.Proxy {
 	t.Helper()
+	needs.Server(t, Server)
 	if upstream == "" {
 		t.Fatal("no SQS test server: call sqstest.Main from TestMain")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skidata/skidata/adapters/dynamo/dynamosim"
 	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/needs"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -395,6 +396,7 @@ func TestPartitionsAccountWritesPerKeyAndIndex(t *testing.T) {
 // than waiting for a dynalite that never listens.
 func TestStartRefusesAnOptionWithoutItsValue(t *testing.T) {
 	t.Parallel()
+	needs.Server(t, dynamotest.Server) // the launcher runs on Node.js
 	srv, err := dynamosim.Start("--maxItemSizeKb")
 	if err == nil {
 		srv.Stop()

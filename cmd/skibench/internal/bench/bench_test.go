@@ -18,6 +18,7 @@ import (
 	"github.com/skidata/skidata/ports"
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
+	"github.com/skidata/skidata/test/needs"
 )
 
 func TestPercentileIsNearestRank(t *testing.T) {
@@ -283,6 +284,7 @@ func TestSkibenchEndToEndStoresAgree(t *testing.T) {
 // machine with no AWS credentials anywhere (and an instance metadata
 // service that does not answer, as off EC2) runs it all the same.
 func TestNoAWSCredentialsNeeded(t *testing.T) {
+	needs.Server(t, dynamotest.Server) // skibench starts its own
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
 		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED"} {
 		t.Setenv(v, "") // restored after the test

@@ -3,7 +3,6 @@ package nemesis
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,28 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skidata/skidata/test/needs"
 )
-
-// skiapi is cmd/skiapi, built once for the package's tests in a directory
-// TestMain removes.
-var skiapi string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "skidata-nemesis-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	skiapi = filepath.Join(dir, "skiapi")
-	if out, err := exec.Command("go", "build", "-o", skiapi, "github.com/skidata/skidata/cmd/skiapi").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build skiapi: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // lockedBuffer collects a run's progress lines, written from its
 // goroutines.
@@ -61,6 +41,11 @@ func (l *lockedBuffer) String() string {
 // servers, proxies and processes of its own (they mostly wait on them);
 // each has its subtest for the verdict.
 func TestShortRunHoldsInEveryMode(t *testing.T) {
+	needs.Server(t, "PostgreSQL, RabbitMQ nodes, fauxqs and dynalite of its own (the postgresql, rabbitmq-server and nodejs packages)")
+	skiapi := filepath.Join(t.TempDir(), "skiapi")
+	if out, err := exec.Command("go", "build", "-o", skiapi, "github.com/skidata/skidata/cmd/skiapi").CombinedOutput(); err != nil {
+		t.Fatalf("go build skiapi: %v\n%s", err, out)
+	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("NEMESIS_SEED"); s != "" {
 		var err error
