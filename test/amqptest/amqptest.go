@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -28,11 +27,7 @@ const EnvURL = "SKIDATA_TEST_AMQP_URL"
 // RabbitMQ: under -short it skips t, naming the server.
 func URL(t testing.TB) string {
 	t.Helper()
-	needs.Server(t, "RabbitMQ")
-	if u := os.Getenv(EnvURL); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
+	return needs.URL(t, "RabbitMQ", EnvURL, "amqp://guest:guest@127.0.0.1:5672/")
 }
 
 var seq atomic.Int64

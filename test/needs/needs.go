@@ -38,6 +38,18 @@ func Server(t testing.TB, names ...string) {
 	}
 }
 
+// URL is how a test says it needs a server: under -short it skips t,
+// naming it; otherwise it is the address in the environment variable env,
+// or def when env is unset.
+func URL(t testing.TB, server, env, def string) string {
+	t.Helper()
+	Server(t, server)
+	if u := os.Getenv(env); u != "" {
+		return u
+	}
+	return def
+}
+
 // Program returns the path of the program name, which Debian's package pkg
 // provides. Under -short it skips t, naming the program; without -short a
 // program missing from PATH fails t, naming the package to install.

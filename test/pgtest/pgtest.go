@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -24,11 +23,7 @@ const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 // it needs PostgreSQL: under -short it skips t, naming the server.
 func URL(t testing.TB) string {
 	t.Helper()
-	needs.Server(t, "PostgreSQL")
-	if u := os.Getenv("SKIDATA_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return DefaultURL
+	return needs.URL(t, "PostgreSQL", "SKIDATA_TEST_POSTGRES_URL", DefaultURL)
 }
 
 // Admin connects to the test database outside the code under test, to

@@ -5,7 +5,6 @@
 package redistest
 
 import (
-	"os"
 	"testing"
 
 	"github.com/skidata/skidata/test/needs"
@@ -18,9 +17,5 @@ const EnvURL = "SKIDATA_TEST_REDIS_URL"
 // Redis: under -short it skips t, naming the server.
 func URL(t testing.TB) string {
 	t.Helper()
-	needs.Server(t, "Redis")
-	if u := os.Getenv(EnvURL); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
+	return needs.URL(t, "Redis", EnvURL, "redis://127.0.0.1:6379/0")
 }
