@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: test test-short test-cluster test-deploy soak run generate check-generated vet fmt-check services build release
+.PHONY: stand-ins test test-short test-cluster test-deploy soak run generate check-generated vet fmt-check services build release
 
 ## test: everything CI runs: generated files fresh, gofmt, vet, and every test with -race.
 ## The packages whose tests mostly wait (RabbitMQ nodes booting, processes
@@ -45,15 +45,23 @@ test-deploy: services
 ## e.g. rabbitmq-postgres,rabbitmq-cluster), SOAK_SEED repeats a run's
 ## draws. Histories, reports, charts and logs go to soak/<mode>/. Runs
 ## PostgreSQL and RabbitMQ nodes of its own, never the machine's, and the
-## SQS and DynamoDB stand-ins the tests use (npm ci, as services does).
+## SQS and DynamoDB stand-ins the tests use (make stand-ins installs them).
 SOAK_DURATION ?= 10m
 SOAK_MODES ?=
 SOAK_SEED ?= 0
-soak:
+soak: stand-ins
 	$(GO) build -o bin/ ./cmd/skiapi ./cmd/skiload
 	bin/skiload nemesis --skiapi bin/skiapi --duration $(SOAK_DURATION) --seed $(SOAK_SEED) $(if $(SOAK_MODES),--modes $(SOAK_MODES)) --out soak
 
-## run: the service in memory mode on :8080
+## stand-ins: the npm packages of the DynamoDB and SQS stand-ins (dynalite,
+## fauxqs, pinned by their lock files) when they are missing
+stand-ins:
+	@for d in test/dynamodb test/sqs; do \
+	  [ -d $$d/node_modules ] || npm ci --prefix $$d --no-audit --no-fund >/dev/null \
+	    || { echo "make: npm ci --prefix $$d failed (the soak's SQS and DynamoDB modes need Node.js and npm)" >&2; exit 1; }; \
+	done
+
+## run: the service in memory mode on 127.0.0.1:8080
 run:
 	$(GO) run ./cmd/skiapi
 
