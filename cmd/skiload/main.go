@@ -214,7 +214,8 @@ totals, and checks: every ride answered 201 stored exactly once, no
 other ride stored twice, nothing stored that was never sent, every total
 equal to the stored rides' sum. Each mode's history.jsonl, report.json,
 report.svg and logs go to --out/<mode>; each mode ends with the line
-"MODE lost=N duplicated=N phantom=N faults=N". Run as root (as make soak
+"MODE lost=N duplicated=N phantom=N faults=N" ("MODE not run: WHY" when
+its servers could not be started). Run as root (as make soak
 is) it starts PostgreSQL as the postgres user. Exit 0 when every mode
 held, 1 on any violation or a run that could not be carried out, 2 bad
 usage.

@@ -89,8 +89,13 @@ type LatencyReport struct {
 // OK reports whether the run was carried out and found nothing.
 func (r Report) OK() bool { return r.Error == "" && len(r.Violations) == 0 }
 
-// Line is the run's last line: `MODE lost=N duplicated=N phantom=N faults=N`.
+// Line is the run's last line: `MODE lost=N duplicated=N phantom=N
+// faults=N`, or `MODE not run: WHY` for a run that could not be carried
+// out, whose zero counts prove nothing.
 func (r Report) Line() string {
+	if r.Error != "" {
+		return fmt.Sprintf("%s not run: %s", r.Mode, r.Error)
+	}
 	return fmt.Sprintf("%s lost=%d duplicated=%d phantom=%d faults=%d", r.Mode, r.Lost, r.Duplicated, r.Phantom, r.injected())
 }
 

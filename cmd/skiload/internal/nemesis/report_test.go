@@ -62,3 +62,19 @@ func TestReportSumsTheRunUp(t *testing.T) {
 		t.Errorf("last line %q", last)
 	}
 }
+
+// TestARunNotCarriedOutSaysSoInItsLastLine: a mode whose servers did not
+// start has nothing lost because nothing ran; its last line must not read
+// like a clean run's.
+func TestARunNotCarriedOutSaysSoInItsLastLine(t *testing.T) {
+	r := Report{Mode: "sqs-postgres", Error: "start the SQS stand-in: fauxqs is not installed"}
+	var out bytes.Buffer
+	r.Print(&out)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if last := lines[len(lines)-1]; last != "sqs-postgres not run: start the SQS stand-in: fauxqs is not installed" {
+		t.Errorf("last line %q", last)
+	}
+	if r.OK() {
+		t.Error("a run not carried out reports OK")
+	}
+}
