@@ -12,21 +12,11 @@
 package dynamosim
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"time"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skidata/skidata/adapters/standin"
 )
 
 // Region is the region the simulation's clients sign for.
@@ -43,10 +33,8 @@ type Server struct {
 	// (with other Options) or a test of dynalite itself.
 	Upstream string
 	// Proxy is the strictness proxy at Endpoint.
-	Proxy   *Proxy
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once dynalite has exited
-	exitErr atomic.Value  // how it exited, if not cleanly
+	Proxy *Proxy
+	proc  *standin.Process
 }
 
 // Start runs dynalite on a loopback port the kernel picks, with the extra
@@ -56,55 +44,11 @@ type Server struct {
 // and handing it over would leave a moment in which another process could
 // take it.
 func Start(args ...string) (*Server, error) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return nil, fmt.Errorf("node (Node.js) is not installed, and dynalite needs it: install nodejs, then %s", installHint)
-	}
-	root, err := repoRoot()
+	proc, err := standin.Start(standin.Spec{Name: "dynalite", Dir: "test/dynamodb", Script: "listen.js", Listening: listeningOn, Hint: installHint}, args...)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(root, "test", "dynamodb", "node_modules", "dynalite")); err != nil {
-		return nil, fmt.Errorf("dynalite is not installed (%v): %s", err, installHint)
-	}
-	cmd := exec.Command(node, append([]string{filepath.Join(root, "test", "dynamodb", "listen.js")}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start dynalite: %w", err)
-	}
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start dynalite: %w", err)
-	}
-	s := &Server{cmd: cmd, done: make(chan struct{})}
-	ports := make(chan int, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			if p, ok := strings.CutPrefix(lines.Text(), listeningOn); ok {
-				if n, err := strconv.Atoi(p); err == nil {
-					ports <- n
-					break
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout) // dynalite's later output, until it exits
-		if err := cmd.Wait(); err != nil {
-			s.exitErr.Store(err)
-		}
-		close(s.done)
-	}()
-	select {
-	case port := <-ports:
-		s.Upstream = fmt.Sprintf("http://127.0.0.1:%d", port)
-	case <-s.done:
-		return nil, fmt.Errorf("dynalite exited before listening (%v): %s", s.exitErr.Load(), stderr.String())
-	case <-time.After(30 * time.Second):
-		s.Stop()
-		return nil, fmt.Errorf("dynalite did not listen within 30s: %s", stderr.String())
-	}
+	s := &Server{proc: proc, Upstream: proc.URL}
 	px, err := StartProxy(s.Upstream, Options{})
 	if err != nil {
 		s.Stop()
@@ -123,25 +67,7 @@ func (s *Server) Stop() {
 	if s.Proxy != nil {
 		s.Proxy.Close()
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run the tests inside the repository")
-		}
-		dir = parent
-	}
+	s.proc.Stop()
 }
 
 // ClientFor returns a test client for the given endpoint.

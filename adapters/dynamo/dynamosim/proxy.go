@@ -1,7 +1,6 @@
 package dynamosim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skidata/skidata/adapters/standin"
 )
 
 // Proxy sits between a client and dynalite and answers as AWS does where
@@ -262,23 +263,11 @@ func copyHeaders(w http.ResponseWriter, hdr http.Header) {
 // forward sends body to dynalite with the client's headers (dynalite does
 // not check signatures, so a body the proxy rewrote is still accepted).
 func (p *Proxy) forward(r *http.Request, body []byte) (int, []byte, http.Header, error) {
-	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
+	status, b, hdr, err := standin.Forward(p.httpc, p.upstream, r, body)
 	if err != nil {
-		return 0, nil, nil, err
+		err = fmt.Errorf("strictness proxy: %w", err)
 	}
-	for k, vs := range r.Header {
-		if k == "Accept-Encoding" || k == "Content-Length" {
-			continue
-		}
-		out.Header[k] = vs
-	}
-	resp, err := p.httpc.Do(out)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("strictness proxy: forward to %s: %w", p.upstream, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header, err
+	return status, b, hdr, err
 }
 
 // schema returns the key schema of table, asking dynalite when the proxy

@@ -11,21 +11,11 @@
 package sqssim
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"time"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/skidata/skidata/adapters/standin"
 )
 
 // Region is the region the stand-in's clients sign for.
@@ -54,10 +44,8 @@ type Server struct {
 	// other Options) or a test of fauxqs itself.
 	Upstream string
 	// Proxy is the strict proxy at Endpoint.
-	Proxy   *Proxy
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once fauxqs has exited
-	exitErr atomic.Value  // how it exited, if not cleanly
+	Proxy *Proxy
+	proc  *standin.Process
 }
 
 // listeningOn starts the line test/sqs/listen.mjs prints once fauxqs
@@ -68,57 +56,11 @@ const listeningOn = "fauxqs listening on port "
 // proxy with default Options in front of it, and returns once both listen.
 // Call Stop when done.
 func Start() (*Server, error) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return nil, fmt.Errorf("node (Node.js) is not installed, and fauxqs needs it: install nodejs, then %s", InstallHint)
-	}
-	root, err := repoRoot()
+	proc, err := standin.Start(standin.Spec{Name: "fauxqs", Dir: "test/sqs", Script: "listen.mjs", Listening: listeningOn, Hint: InstallHint})
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, "test", "sqs")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "fauxqs", "package.json")); err != nil {
-		return nil, fmt.Errorf("fauxqs is not installed (%v): %s", err, InstallHint)
-	}
-	cmd := exec.Command(node, filepath.Join(dir, "listen.mjs"))
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start fauxqs: %w", err)
-	}
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start fauxqs: %w", err)
-	}
-	s := &Server{cmd: cmd, done: make(chan struct{})}
-	ports := make(chan int, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			if p, ok := strings.CutPrefix(lines.Text(), listeningOn); ok {
-				if n, err := strconv.Atoi(p); err == nil {
-					ports <- n
-					break
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout) // later output, until it exits
-		if err := cmd.Wait(); err != nil {
-			s.exitErr.Store(err)
-		}
-		close(s.done)
-	}()
-	select {
-	case port := <-ports:
-		s.Upstream = fmt.Sprintf("http://127.0.0.1:%d", port)
-	case <-s.done:
-		return nil, fmt.Errorf("fauxqs exited before listening (%v): %s", s.exitErr.Load(), stderr.String())
-	case <-time.After(30 * time.Second):
-		s.Stop()
-		return nil, fmt.Errorf("fauxqs did not listen within 30s: %s", stderr.String())
-	}
+	s := &Server{proc: proc, Upstream: proc.URL}
 	px, err := StartProxy(s.Upstream, Options{})
 	if err != nil {
 		s.Stop()
@@ -134,23 +76,5 @@ func (s *Server) Stop() {
 	if s.Proxy != nil {
 		s.Proxy.Close()
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run the tests inside the repository")
-		}
-		dir = parent
-	}
+	s.proc.Stop()
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skidata/skidata/adapters/standin"
 )
 
 // Proxy sits between an SQS client and fauxqs and answers as Amazon SQS
@@ -822,23 +824,11 @@ func (p *Proxy) pass(w http.ResponseWriter, r *http.Request, body []byte) {
 // forward sends body to fauxqs with the client's headers (fauxqs checks no
 // signature, so a body the proxy rewrote is still accepted).
 func (p *Proxy) forward(r *http.Request, body []byte) (int, []byte, http.Header, error) {
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
+	status, b, hdr, err := standin.Forward(p.httpc, p.upstream, r, body)
 	if err != nil {
-		return 0, nil, nil, err
+		err = fmt.Errorf("sqs strict proxy: %w", err)
 	}
-	for k, vs := range r.Header {
-		if k == "Accept-Encoding" || k == "Content-Length" {
-			continue
-		}
-		out.Header[k] = vs
-	}
-	resp, err := p.httpc.Do(out)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("sqs strict proxy: forward to %s: %w", p.upstream, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header, err
+	return status, b, hdr, err
 }
 
 // withField sets one top-level field of a JSON request body.

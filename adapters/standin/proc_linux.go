@@ -1,11 +1,11 @@
-package sqssim
+package standin
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// dieWithParent makes the kernel kill fauxqs when the process that
+// dieWithParent makes the kernel kill the stand-in when the process that
 // started it dies without running its cleanup (a test timeout panics past
 // TestMain's defer; the nemesis killed), so no orphaned server is left
 // behind.

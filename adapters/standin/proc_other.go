@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dynamosim
+package standin
 
 import "os/exec"
 

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package sqssim
-
-import "os/exec"
-
-// dieWithParent has no portable equivalent outside Linux: Stop still ends
-// the server on a normal exit.
-func dieWithParent(*exec.Cmd) {}
