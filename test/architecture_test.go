@@ -136,3 +136,14 @@ func TestShippedBinariesImportNoTestPackage(t *testing.T) {
 		}
 	}
 }
+
+// The service has one way in: net/http and the routes oapi-codegen
+// generates (docs/architecture.md). fasthttp is skiload's client only; a
+// second server in skiapi would be a second path to every handler.
+func TestTheServiceServesHTTPWithNetHTTPOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/cmd/skiapi") {
+		if strings.HasPrefix(p, "github.com/valyala/fasthttp") {
+			t.Errorf("cmd/skiapi depends on %s; the service serves HTTP with net/http only", p)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skidata/skidata/adapters/redact"
 	"github.com/skidata/skidata/test/apitest"
 )
 
@@ -194,8 +195,14 @@ func TestConfigAndStartErrorsMaskEverySecretConnectionParameter(t *testing.T) {
 			} {
 				var out, errb strings.Builder
 				run(args, &out, &errb)
-				if printed := out.String() + errb.String(); strings.Contains(printed, "k3yS3cret") {
+				printed := out.String() + errb.String()
+				if strings.Contains(printed, "k3yS3cret") {
 					t.Errorf("skiapi %s printed the %s:\n%s", args[0], param, printed)
+				}
+				// The connection string is printed, masked: a run that
+				// printed no URL at all would pass the check above.
+				if !strings.Contains(printed, param+"="+redact.Mask) {
+					t.Errorf("skiapi %s did not print the connection string with its %s masked (%s=%s):\n%s", args[0], param, param, redact.Mask, printed)
 				}
 			}
 		}

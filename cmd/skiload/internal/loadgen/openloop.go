@@ -31,9 +31,9 @@ func (RealClock) Now() time.Time { return time.Now() }
 // coarseMargin is how much of a wait is left to preciseSleep: the runtime's
 // timers wake a goroutine on an idle process through epoll, whose timeout
 // is in whole milliseconds, so a 50 µs sleep (the gap between requests at
-// 20,000/s) measured 1.04 ms at the median on this machine; that would send
-// every request up to a millisecond late, in bursts, and add the delay to
-// both sides of the baseline comparison.
+// 20,000/s) can last a whole millisecond; that would send every request up
+// to a millisecond late, in bursts, and add the delay to both sides of the
+// baseline comparison.
 const coarseMargin = 2 * time.Millisecond
 
 // SleepUntil sleeps until t: on a runtime timer until coarseMargin before
