@@ -28,6 +28,9 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 	m.PersistFailed(3)
 	m.PersistRejected(2)
 	m.RidesDeadLettered("rejected", 2)
+	m.QueueRequest("SendMessage", 2, false)
+	m.QueueRequest("ReceiveMessage", 1, true)
+	m.QueueReceiveLag(1500 * time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -54,6 +57,11 @@ func TestHandlerExposesEveryEventAsASeries(t *testing.T) {
 		`skidata_persist_failed_total 3`,
 		`skidata_persist_rejected_total 2`,
 		`skidata_rides_dead_lettered_total{reason="rejected"} 2`,
+		`skidata_queue_requests_total{api="SendMessage"} 1`,
+		`skidata_queue_requests_total{api="ReceiveMessage"} 1`,
+		`skidata_queue_billed_requests_total 3`,
+		`skidata_queue_empty_receives_total 1`,
+		`skidata_queue_receive_lag_seconds 1.5`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

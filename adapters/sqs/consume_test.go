@@ -1,8 +1,11 @@
 package sqs_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/skidata/skidata/adapters/sqs/sqssim"
 	"github.com/skidata/skidata/domain"
 	"github.com/skidata/skidata/ports"
+	"github.com/skidata/skidata/test/poll"
 	"github.com/skidata/skidata/test/queuetest"
 	"github.com/skidata/skidata/test/sqstest"
 )
@@ -193,5 +197,58 @@ func TestAckEntryRefusedAsTheSendersFaultIsNotRetried(t *testing.T) {
 	}
 	if got := px.Answered()["DeleteMessageBatch"]; got != 1 {
 		t.Errorf("SQS answered %d deletes; want 1 (a sender's fault is not retried)", got)
+	}
+}
+
+// TestSeveralPollersLongPollAtOnceForTenMessagesEach: on an idle queue
+// each of Config.Pollers goroutines has a receive of its own waiting at
+// once (one poller alone would send its second receive only when its
+// 20 s wait ended), each asking for ten messages, SQS's most, with the
+// longest wait SQS allows.
+func TestSeveralPollersLongPollAtOnceForTenMessagesEach(t *testing.T) {
+	const pollers = 3
+	type asked struct{ MaxNumberOfMessages, WaitTimeSeconds int }
+	var (
+		mu       sync.Mutex
+		receives []asked
+	)
+	q, _, _ := viaProxy(t, sqs.Config{Pollers: pollers, WaitTime: sqs.MaxWaitTime}, sqssim.Options{Observe: func(op string, body []byte) {
+		if op != "ReceiveMessage" {
+			return
+		}
+		var a asked
+		_ = json.Unmarshal(body, &a) // a body it cannot read is recorded as asking for nothing
+		mu.Lock()
+		receives = append(receives, a)
+		mu.Unlock()
+	}})
+	deliveries(t, q)
+	poll.Until(t, sqs.MaxWaitTime/2, "a long poll waiting from every poller", func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(receives) < pollers {
+			return fmt.Sprintf("%d receives", len(receives))
+		}
+		return ""
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range receives {
+		if a != (asked{10, 20}) {
+			t.Errorf("a receive asked for %+v; want ten messages with a 20 s wait", a)
+		}
+	}
+}
+
+// TestAReceiveTakesUpToTenMessages: 25 messages waiting reach the
+// consumer in three receives (10, 10, 5), not one receive a message.
+func TestAReceiveTakesUpToTenMessages(t *testing.T) {
+	q, _ := newQueue(t, sqs.Config{Pollers: 1})
+	publishEach(t, q, queuetest.Rides(25, 1))
+	ack(t, q, take(t, deliveries(t, q), 25)...)
+	// Every receive after the 25th message is empty: the queue holds
+	// nothing more.
+	if r := q.Requests(); r.Receive-r.EmptyReceive != 3 {
+		t.Errorf("25 waiting messages came in %d receives; want 3 (ten a receive)", r.Receive-r.EmptyReceive)
 	}
 }

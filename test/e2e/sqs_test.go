@@ -186,7 +186,8 @@ func TestSQSRolesEndToEnd(t *testing.T) {
 // it cannot settle, and it is killed with SIGKILL holding them. Their
 // messages come back once their visibility timeout ends, a second consumer
 // stores them again and deletes them: every ride answered 201 is in the
-// store once, and the queue ends empty (the first consumer deleted none).
+// store once, and the queue ends empty (the first consumer deleted none),
+// with nothing dead-lettered.
 func TestSQSConsumerKilledMidBatchIsRedeliveredAndStoredOnce(t *testing.T) {
 	t.Parallel()
 	bin := buildSkiapi(t)
@@ -240,6 +241,12 @@ func TestSQSConsumerKilledMidBatchIsRedeliveredAndStoredOnce(t *testing.T) {
 		}
 		return ""
 	})
+	// Emptied by the second consumer, not by the redrive policy: a message
+	// received too often would leave the ride queue for the dead-letter
+	// queue with its rides already stored, and the checks above would pass.
+	if n, err := sqsMessages(t, queue+"-dlq"); err != nil || n != 0 {
+		t.Errorf("the dead-letter queue holds %d messages (%v); want none: every message the first consumer held delivered again and deleted", n, err)
+	}
 	api.terminate(t)
 	second.terminate(t)
 }

@@ -108,6 +108,48 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 	}
 }
 
+// TestVisibilityPastTwelveHoursSinceTheReceiveIsRefused: SQS caps a
+// message's visibility at 12 hours from its receive, extensions included
+// (ChangeMessageVisibility); fauxqs checks only each call's own value. The
+// proxy refuses an extension whose end is past the cap, alone or in a
+// batch, and takes one within it.
+func TestVisibilityPastTwelveHoursSinceTheReceiveIsRefused(t *testing.T) {
+	const twelveHours = 43_200 // seconds, also each call's own maximum
+	for _, via := range []struct {
+		what     string
+		endpoint string
+		refused  bool
+	}{
+		{"the strict proxy", sqstest.Endpoint(t), true},
+		{"fauxqs alone", sqstest.Upstream(t), false},
+	} {
+		t.Run(via.what, func(t *testing.T) {
+			c := noRetries(via.endpoint)
+			url := newQueue(t, c, nil)
+			send(t, c, url, 2)
+			msgs, err := receive(t, c, url, 2, 0, 30)
+			if err != nil || len(msgs) != 2 {
+				t.Fatalf("receive = %d messages, %v; want 2", len(msgs), err)
+			}
+			if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours - 60}); err != nil {
+				t.Fatalf("an extension ending within 12 hours of the receive: %v", err)
+			}
+			// The receive was a moment ago, so 12 hours from now ends past the cap.
+			_, err = c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours})
+			batch, berr := c.ChangeMessageVisibilityBatch(sqstest.Context(t), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: twelveHours}}})
+			if berr != nil {
+				t.Fatalf("ChangeMessageVisibilityBatch: %v", berr)
+			}
+			switch {
+			case via.refused && (errorCode(err) != "InvalidParameterValue" || len(batch.Failed) != 1 || aws.ToString(batch.Failed[0].Code) != "InvalidParameterValue"):
+				t.Errorf("extensions past 12 hours since the receive: %v, failed entries %+v; want both refused, InvalidParameterValue", err, batch.Failed)
+			case !via.refused && (err != nil || len(batch.Failed) != 0):
+				t.Errorf("fauxqs alone refused an extension past 12 hours (%v, %+v): the strict layer may no longer be needed", err, batch.Failed)
+			}
+		})
+	}
+}
+
 // TestInFlightLimit: at the limit a short poll is refused (OverLimit) and
 // a long poll returns nothing, with no error; below it, a receive gets at
 // most the room left.
