@@ -48,8 +48,10 @@ var testLoad = load{Skiers: 7, FirstSkier: 1000, Seed: 99, GetEvery: 5}
 // TestCheckFindsALostADoubledAndAPhantomRide: in a history of 100 rides,
 // one answered 201 is missing from the store, one is there twice, one
 // never sent is there; two answered 503 are allowed (one stored once, one
-// not). The checker finds exactly those three, names each ride, and
-// gives the lost ride the fault active when it was posted.
+// not). The checker finds exactly those three, names each ride, gives
+// the lost and the doubled ride their POSTs and the lost one the fault
+// active when it was posted; and the mode's report fails (the run exits
+// 1 on it) with its last line counting each.
 func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 	h, stored := history(testLoad, 100, map[int]int{40: 503, 41: 503})
 	stored[testLoad.ride(40)] = 1 // a 503 whose publish went through after all: allowed
@@ -78,6 +80,9 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 		if want[viol.Kind] != viol.What {
 			t.Errorf("%s violation about %q; want it about %q", viol.Kind, viol.What, want[viol.Kind])
 		}
+		if viol.Kind == Duplicated && (len(viol.Ops) != 1 || viol.Ops[0].N != 20) {
+			t.Errorf("the doubled ride's history %v; want its POST", viol.Ops)
+		}
 		if viol.Kind == Lost {
 			if len(viol.Ops) != 1 || viol.Ops[0].N != 10 || viol.Ops[0].Status != 201 {
 				t.Errorf("the lost ride's history %v; want its POST answered 201", viol.Ops)
@@ -89,6 +94,14 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 				t.Errorf("the violation's text does not name the fault:\n%s", viol)
 			}
 		}
+	}
+	r := Report{Mode: "inproc-postgres"}
+	r.fill(h, v, nil, nil)
+	if r.OK() {
+		t.Error("the report of a run with a lost, a doubled and a phantom ride is OK; the run would exit 0")
+	}
+	if line := r.Line(); line != "inproc-postgres lost=1 duplicated=1 phantom=1 faults=2" {
+		t.Errorf("last line %q", line)
 	}
 }
 
