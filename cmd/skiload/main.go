@@ -212,7 +212,9 @@ twice. Then it waits for the processes to be
 ready and the queue to drain, reads the store's rows and the API's
 totals, and checks: every ride answered 201 stored exactly once, no
 other ride stored twice, nothing stored that was never sent, every total
-equal to the stored rides' sum. Each mode's history.jsonl, report.json,
+equal to the stored rides' sum; in inproc-postgres, where a 201 means
+committed, every read during the run counting the rides answered 201
+before it and no lower than a read that ended before it. Each mode's history.jsonl, report.json,
 report.svg and logs go to --out/<mode>; each mode ends with the line
 "MODE lost=N duplicated=N phantom=N faults=N" ("MODE not run: WHY" when
 its servers could not be started). Run as root (as make soak

@@ -65,7 +65,8 @@ func TestChartDrawsTheRatesTheLatencyAndTheFaultWindows(t *testing.T) {
 }
 
 // TestHistoryIsOneJSONObjectALine: every request, fault and exit is a
-// line of its own, with its kind and times in seconds.
+// line of its own, with its kind and times in seconds, a request's with
+// its latency.
 func TestHistoryIsOneJSONObjectALine(t *testing.T) {
 	h := chartHistory()
 	h.Ops = append(h.Ops, Op{Kind: OpDay, Ride: testLoad.ride(0), Start: time.Second, Sent: time.Second, End: 1500 * time.Millisecond, Status: 200, Value: 340})
@@ -78,10 +79,10 @@ func TestHistoryIsOneJSONObjectALine(t *testing.T) {
 	sc := bufio.NewScanner(&b)
 	for sc.Scan() {
 		var line struct {
-			Op     string
-			T, End float64
-			Value  *int64
-			Ride   *struct{ SkierID int32 }
+			Op              string
+			T, End, Latency float64
+			Value           *int64
+			Ride            *struct{ SkierID int32 }
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
@@ -89,8 +90,8 @@ func TestHistoryIsOneJSONObjectALine(t *testing.T) {
 		kinds[line.Op]++
 		switch line.Op {
 		case OpDay:
-			if line.Value == nil || *line.Value != 340 || line.T != 1 || line.End != 1.5 {
-				t.Errorf("the day read's line %s; want t 1, end 1.5 and the value read", sc.Text())
+			if line.Value == nil || *line.Value != 340 || line.T != 1 || line.End != 1.5 || line.Latency != 0.5 {
+				t.Errorf("the day read's line %s; want t 1, end 1.5, latency 0.5 and the value read", sc.Text())
 			}
 		case OpPost:
 			if line.Ride == nil || line.Ride.SkierID == 0 {

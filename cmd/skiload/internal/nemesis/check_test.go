@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,8 +49,10 @@ var testLoad = load{Skiers: 7, FirstSkier: 1000, Seed: 99, GetEvery: 5}
 // TestCheckFindsALostADoubledAndAPhantomRide: in a history of 100 rides,
 // one answered 201 is missing from the store, one is there twice, one
 // never sent is there; two answered 503 are allowed (one stored once, one
-// not). The checker finds exactly those three, names each ride, and
-// gives the lost ride the fault active when it was posted.
+// not). The checker finds exactly those three, names each ride, gives
+// the lost and the doubled ride their POSTs and the lost one the fault
+// active when it was posted; and the mode's report fails (the run exits
+// 1 on it) with its last line counting each.
 func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 	h, stored := history(testLoad, 100, map[int]int{40: 503, 41: 503})
 	stored[testLoad.ride(40)] = 1 // a 503 whose publish went through after all: allowed
@@ -62,7 +65,7 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 		{Kind: Pause, Target: "consumer", Start: 900 * time.Millisecond, End: 1100 * time.Millisecond},
 		{Kind: Kill, Target: "api", Start: 8 * time.Second, End: 9 * time.Second},
 	}
-	v := Check(h, stored, totalsOf(stored))
+	v := Check(h, stored, totalsOf(stored), Eventually)
 
 	if v.Sent != 100 || v.Created != 98 || v.Refused != 2 || v.Stored != 99 {
 		t.Errorf("sent %d, created %d, refused %d, stored %d; want 100, 98, 2, 99 (97 answered 201, a 503, the phantom)", v.Sent, v.Created, v.Refused, v.Stored)
@@ -78,6 +81,9 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 		if want[viol.Kind] != viol.What {
 			t.Errorf("%s violation about %q; want it about %q", viol.Kind, viol.What, want[viol.Kind])
 		}
+		if viol.Kind == Duplicated && (len(viol.Ops) != 1 || viol.Ops[0].N != 20) {
+			t.Errorf("the doubled ride's history %v; want its POST", viol.Ops)
+		}
 		if viol.Kind == Lost {
 			if len(viol.Ops) != 1 || viol.Ops[0].N != 10 || viol.Ops[0].Status != 201 {
 				t.Errorf("the lost ride's history %v; want its POST answered 201", viol.Ops)
@@ -89,6 +95,14 @@ func TestCheckFindsALostADoubledAndAPhantomRide(t *testing.T) {
 				t.Errorf("the violation's text does not name the fault:\n%s", viol)
 			}
 		}
+	}
+	r := Report{Mode: "inproc-postgres"}
+	r.fill(h, v, nil, nil)
+	if r.OK() {
+		t.Error("the report of a run with a lost, a doubled and a phantom ride is OK; the run would exit 0")
+	}
+	if line := r.Line(); line != "inproc-postgres lost=1 duplicated=1 phantom=1 faults=2" {
+		t.Errorf("last line %q", line)
 	}
 }
 
@@ -108,7 +122,7 @@ func TestCheckFindsTotalsThatDoNotMatchTheStoredRides(t *testing.T) {
 	read := Op{Kind: OpDay, Ride: loadgen.Ride{ResortID: 1, Season: 2025, Day: 1, SkierID: testLoad.ride(5).SkierID}, Sent: time.Second, End: time.Second + time.Millisecond, Status: 200}
 	read.Value = totalsOf(stored).Day[dayOf(read.Ride)] + 10
 	h.Ops = append(h.Ops, read)
-	v := Check(h, stored, totals)
+	v := Check(h, stored, totals, Eventually)
 	got := map[string]int{}
 	for _, viol := range v.Violations {
 		got[viol.Kind]++
@@ -122,8 +136,8 @@ func TestCheckFindsTotalsThatDoNotMatchTheStoredRides(t *testing.T) {
 }
 
 // TestCheckPassesAHistoryWhereEveryRideIsAccountedFor, with reads that
-// went backwards counted but not held against it (nothing promises
-// monotonic reads).
+// went backwards counted but not held against it (Eventually: a queue
+// between the API and the store promises no order of reads).
 func TestCheckPassesAHistoryWhereEveryRideIsAccountedFor(t *testing.T) {
 	h, stored := history(testLoad, 60, map[int]int{7: 503, 8: 0})
 	day := loadgen.Ride{ResortID: 1, Season: 2025, Day: 1, SkierID: testLoad.ride(0).SkierID}
@@ -131,7 +145,7 @@ func TestCheckPassesAHistoryWhereEveryRideIsAccountedFor(t *testing.T) {
 		at := time.Duration(i) * time.Second
 		h.Ops = append(h.Ops, Op{Kind: OpDay, Ride: day, Sent: at, End: at + time.Millisecond, Status: 200, Value: value})
 	}
-	v := Check(h, stored, totalsOf(stored))
+	v := Check(h, stored, totalsOf(stored), Eventually)
 	if !v.OK() || v.Lost+v.Duplicated+v.Phantom != 0 {
 		t.Errorf("violations in a clean history: %v", v.Violations)
 	}
@@ -140,6 +154,71 @@ func TestCheckPassesAHistoryWhereEveryRideIsAccountedFor(t *testing.T) {
 	}
 	if v.Created != 58 || v.Refused != 2 {
 		t.Errorf("created %d, refused %d; want 58, 2", v.Created, v.Refused)
+	}
+}
+
+// TestCheckHoldsReadsToACommittedStoresPromise: where a 201 means the
+// store committed the ride and reads ask that store (inproc-postgres;
+// docs/postgres.md: the read right after the 201 sees it), a read that
+// misses a ride answered 201 before it was sent, and one that answers
+// less than a read that had ended before it, are each a violation naming
+// the read; where a queue stands between the two, both are counted and
+// allowed.
+func TestCheckHoldsReadsToACommittedStoresPromise(t *testing.T) {
+	h, stored := history(testLoad, 30, nil)
+	// Rides 0, 7, 14, 21 and 28 are skier 1000's, posted at 0, 0.7, 1.4,
+	// 2.1 and 2.8 s and answered 10 ms later.
+	day := testLoad.ride(0)
+	want := func(rides ...int) int64 {
+		var sum int64
+		for _, n := range rides {
+			sum += testLoad.ride(n).Vertical()
+		}
+		return sum
+	}
+	read := func(kind string, at time.Duration, value int64) Op {
+		return Op{Kind: kind, Ride: day, Start: at, Sent: at, End: at + 5*time.Millisecond, Status: 200, Value: value}
+	}
+	h.Ops = append(h.Ops,
+		read(OpDay, 800*time.Millisecond, want(0, 7)),         // right: both answered before it was sent
+		read(OpDay, 1500*time.Millisecond, want(0)),           // stale: misses rides 7 and 14, answered 201 before it
+		read(OpSeason, 1405*time.Millisecond, want(0, 7)),     // right: ride 14's answer came at 1.41 s, after it was sent
+		read(OpSeason, 3*time.Second, want(0, 7, 14, 21, 28)), // right
+		read(OpSeason, 3100*time.Millisecond, want(0, 7, 14, 21, 28)),
+	)
+	// A second reader of the day sees more than was answered 201 yet (a
+	// ride stored before its answer), then a read after it sees less:
+	// that read went backwards but missed no ride answered 201.
+	h.Ops = append(h.Ops,
+		read(OpDay, 2000*time.Millisecond, want(0, 7, 14, 21)),
+		read(OpDay, 2050*time.Millisecond, want(0, 7, 14)),
+	)
+
+	strict := Check(h, stored, totalsOf(stored), AfterCommit)
+	got := map[string][]string{}
+	for _, v := range strict.Violations {
+		got[v.Kind] = append(got[v.Kind], fmt.Sprintf("%s at %.2fs", v.What, v.Ops[0].Sent.Seconds()))
+	}
+	dayKey := OpDay + " " + dayOf(day).String()
+	if len(got[ReadStale]) != 1 || got[ReadStale][0] != dayKey+" at 1.50s" ||
+		len(got[ReadBackward]) != 2 || len(strict.Violations) != 3 {
+		t.Errorf("violations %v; want the day read at 1.5 s stale, and it and the one at 2.05 s backward", got)
+	}
+	if strict.StaleReads != 1 || strict.BackwardReads != 2 {
+		t.Errorf("%d stale, %d backward reads; want 1 and 2", strict.StaleReads, strict.BackwardReads)
+	}
+	for _, v := range strict.Violations {
+		if v.Kind == ReadStale && !strings.Contains(v.Detail, fmt.Sprint(want(0, 7, 14))) {
+			t.Errorf("the stale read's violation does not give the sum of the rides answered 201 before it: %s", v)
+		}
+		if v.Kind == ReadBackward && len(v.Ops) != 2 {
+			t.Errorf("a backward read's violation without the read it went below: %s", v)
+		}
+	}
+
+	loose := Check(h, stored, totalsOf(stored), Eventually)
+	if !loose.OK() || loose.StaleReads != 1 || loose.BackwardReads != 2 {
+		t.Errorf("behind a queue: violations %v, %d stale, %d backward; want none, 1 and 2 counted", loose.Violations, loose.StaleReads, loose.BackwardReads)
 	}
 }
 

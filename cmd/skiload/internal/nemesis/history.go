@@ -98,21 +98,23 @@ func (s seconds) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes o as history.jsonl has it: "op" (post, day or
 // season), a POST's "n" and "ride", a GET's "skier", "day" and "value"
 // (what it read), "t" the intended start, "sent" and "end" in seconds
-// since the run's start, "status" (0: no answer) and "err".
+// since the run's start, "latency" (end - t, seconds: the open loop's
+// latency, from the intended start), "status" (0: no answer) and "err".
 func (o Op) MarshalJSON() ([]byte, error) {
 	l := struct {
-		Op     string        `json:"op"`
-		N      *int          `json:"n,omitempty"`
-		Ride   *loadgen.Ride `json:"ride,omitempty"`
-		Skier  int32         `json:"skier,omitempty"`
-		Day    int32         `json:"day,omitempty"`
-		Start  seconds       `json:"t"`
-		Sent   seconds       `json:"sent"`
-		End    seconds       `json:"end"`
-		Status int           `json:"status"`
-		Err    string        `json:"err,omitempty"`
-		Value  *int64        `json:"value,omitempty"`
-	}{Op: o.Kind, Start: seconds(o.Start), Sent: seconds(o.Sent), End: seconds(o.End), Status: o.Status, Err: o.Err}
+		Op      string        `json:"op"`
+		N       *int          `json:"n,omitempty"`
+		Ride    *loadgen.Ride `json:"ride,omitempty"`
+		Skier   int32         `json:"skier,omitempty"`
+		Day     int32         `json:"day,omitempty"`
+		Start   seconds       `json:"t"`
+		Sent    seconds       `json:"sent"`
+		End     seconds       `json:"end"`
+		Latency seconds       `json:"latency"`
+		Status  int           `json:"status"`
+		Err     string        `json:"err,omitempty"`
+		Value   *int64        `json:"value,omitempty"`
+	}{Op: o.Kind, Start: seconds(o.Start), Sent: seconds(o.Sent), End: seconds(o.End), Latency: seconds(o.End - o.Start), Status: o.Status, Err: o.Err}
 	if o.Kind == OpPost {
 		l.N, l.Ride = &o.N, &o.Ride
 	} else {

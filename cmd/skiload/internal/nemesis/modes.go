@@ -13,11 +13,14 @@ type Mode struct {
 	// Split runs the API and the consumer as two processes (--role api,
 	// --role consumer), as production does; otherwise one (--role all).
 	Split bool
+	// Reads is what the docs promise of a read during the run, which the
+	// checker holds.
+	Reads Reads
 }
 
 // Modes are the modes `skiload nemesis` knows, in the order it runs them.
 var Modes = []Mode{
-	{Name: "inproc-postgres", Queue: inprocQueue, Store: postgresStore},
+	{Name: "inproc-postgres", Queue: inprocQueue, Store: postgresStore, Reads: AfterCommit},
 	{Name: "rabbitmq-postgres", Queue: rabbitQueue(1), Store: postgresStore, Split: true},
 	{Name: "rabbitmq-cluster", Queue: rabbitQueue(3), Store: postgresStore, Split: true},
 	{Name: "sqs-postgres", Queue: sqsQueue, Store: postgresStore, Split: true},

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,8 +35,22 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// modeKinds are the fault kinds each mode has, as docs/reliability.md
+// lists them: the processes' and the links' in every mode, a restart of
+// each server that has one (PostgreSQL, a RabbitMQ node; the stand-ins
+// of SQS and DynamoDB have none), and SQS's own. The run compares what
+// it injected with the kinds it built; this holds what it built to the
+// page.
+var modeKinds = map[string][]string{
+	"inproc-postgres":   {Kill, Term, Pause, Partition, Cut, Latency, DBRestart},
+	"rabbitmq-postgres": {Kill, Term, Pause, Partition, Cut, Latency, DBRestart, BrokerRestart},
+	"rabbitmq-cluster":  {Kill, Term, Pause, Partition, Cut, Latency, DBRestart, BrokerRestart},
+	"sqs-postgres":      {Kill, Term, Pause, Partition, Cut, Latency, DBRestart, Throttle, Duplicate},
+	"sqs-dynamo":        {Kill, Term, Pause, Partition, Cut, Latency, Throttle, Duplicate},
+}
+
 // TestShortRunHoldsInEveryMode runs every mode for 30 seconds under
-// faults of every kind it has, drawn from a seed of the clock's (logged;
+// faults of every kind it has (modeKinds, each injected at least once), drawn from a seed of the clock's (logged;
 // NEMESIS_SEED repeats it), and fails on anything the checker finds: a
 // ride lost, doubled or phantom, a total that does not add up, a process
 // that did not recover, hung or crashed. The modes run at once, each with
@@ -51,6 +67,11 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 		var err error
 		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
 			t.Fatalf("NEMESIS_SEED=%q: %v", s, err)
+		}
+	}
+	for _, m := range Modes {
+		if modeKinds[m.Name] == nil {
+			t.Fatalf("mode %s has no entry in modeKinds", m.Name)
 		}
 	}
 	t.Logf("seed %d (NEMESIS_SEED=%d repeats its draws)", seed, seed)
@@ -76,8 +97,19 @@ func TestShortRunHoldsInEveryMode(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			var text bytes.Buffer
 			reports[i].Print(&text)
-			if !reports[i].OK() || len(reports[i].NotInjected) > 0 {
-				t.Errorf("%s\nprogress:\n%s", text.String(), progress[i].String())
+			var wrong []string
+			for _, k := range modeKinds[m.Name] {
+				if reports[i].Faults[k] == 0 {
+					wrong = append(wrong, k+" never injected")
+				}
+			}
+			for k := range reports[i].Faults {
+				if !slices.Contains(modeKinds[m.Name], k) {
+					wrong = append(wrong, k+" injected, not a kind the mode has")
+				}
+			}
+			if !reports[i].OK() || len(reports[i].NotInjected) > 0 || len(wrong) > 0 {
+				t.Errorf("%s\n%s\nprogress:\n%s", strings.Join(wrong, "\n"), text.String(), progress[i].String())
 				return
 			}
 			t.Logf("done after %s\n%s", took[i].Round(time.Second), text.String())

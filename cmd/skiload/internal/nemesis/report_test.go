@@ -35,7 +35,7 @@ func TestReportSumsTheRunUp(t *testing.T) {
 	}
 	var r Report
 	r.Mode = "rabbitmq-postgres"
-	r.fill(h, Check(h, stored, totalsOf(stored)), nil, nil)
+	r.fill(h, Check(h, stored, totalsOf(stored), Eventually), nil, nil)
 
 	if r.Faults[Partition] != 1 || r.Faults[Kill] != 1 || r.Faults[Pause] != 1 || len(r.FaultList) != 4 {
 		t.Errorf("faults %v (%d listed); want one partition, kill, pause and latency", r.Faults, len(r.FaultList))

@@ -96,7 +96,7 @@ func (r *run) violation(v Violation) {
 // carried out has its Error set.
 func RunMode(ctx context.Context, c Config, m Mode, progress io.Writer) Report {
 	seed := modeSeed(c.Seed, m.Name)
-	rep := Report{Mode: m.Name, Seed: c.Seed, Duration: c.Duration.String(), Rate: c.Rate}
+	rep := Report{Mode: m.Name, Seed: c.Seed, Duration: c.Duration.String(), Rate: c.Rate, ReadsHeld: m.Reads == AfterCommit}
 	dir := filepath.Join(c.Out, m.Name)
 	r := &run{c: c, m: m, logs: filepath.Join(dir, "logs"), zero: time.Now()}
 	r.say = func(format string, args ...any) {
@@ -114,7 +114,7 @@ func RunMode(ctx context.Context, c Config, m Mode, progress io.Writer) Report {
 	// it read of the store, if anything, is no verdict.
 	var v Verdict
 	if err == nil {
-		v = Check(hist, stored, totals)
+		v = Check(hist, stored, totals, m.Reads)
 	} else {
 		rep.Error = err.Error()
 		v.Sent, v.Created, v.Refused = tally(hist.Ops)
