@@ -1518,6 +1518,42 @@ func TestTemplateQueueAlarmsWatchTheRideQueuesNotTheDeadLetters(t *testing.T) {
 	}
 }
 
+// TestTemplateQueueAlarmsAreLabelledInTheirUnits: what a queue alarm
+// shows (its returned series' label, in the alarm's graph and its
+// notification) names the unit it reads: messages for the message counts
+// (neither SQS nor Amazon MQ sees the rides inside a message, so a label
+// saying rides would read the threshold wrong by up to --publish-batch
+// times), seconds for the oldest message's age.
+func TestTemplateQueueAlarmsAreLabelledInTheirUnits(t *testing.T) {
+	alarms := resources(t, loadTemplate(t), "AWS::CloudWatch::Alarm")
+	for _, queue := range []string{"sqs", "rabbitmq"} {
+		for _, name := range []string{"QueueDepthRisingAlarm", "ConsumerLagAlarm", "DeadLetterAlarm"} {
+			a := resolveIf(alarms[name], queueConditions(queue)).(map[string]any)
+			metrics, _ := alarmMetrics(a, queueConditions(queue))
+			unit := "messages"
+			for _, m := range metrics {
+				if m["MetricName"] == "ApproximateAgeOfOldestMessage" {
+					unit = "seconds"
+				}
+			}
+			var labels []string
+			for _, q := range list(a["Metrics"]) {
+				if qm := asMap(q); qm["ReturnData"] == true {
+					labels = append(labels, str(qm["Label"]))
+				}
+			}
+			if len(labels) != 1 {
+				t.Errorf("%s with Queue=%s returns %d series %q; want one, labelled", name, queue, len(labels), labels)
+				continue
+			}
+			label := labels[0]
+			if !strings.Contains(label, unit) || unit == "messages" && regexp.MustCompile(`\brides\b`).MatchString(label) {
+				t.Errorf("%s with Queue=%s is labelled %q; it reads %s, so want a label in %s (not rides)", name, queue, label, unit, unit)
+			}
+		}
+	}
+}
+
 // TestTemplateWAFRateLimitsEachClientAddress: one client cannot get every
 // other client refused: a WAF rule blocks any one IP over its rate at the
 // load balancer, and each instance limits each client (SKI_CLIENT_RATE,
