@@ -1338,6 +1338,16 @@ func TestTemplateLoadBalancerWritesAccessLogs(t *testing.T) {
 		if prefix == "" {
 			t.Errorf("%s: no access_logs.s3.prefix", name)
 		}
+		// The load balancer writes a test file into the bucket when logging
+		// is turned on, and CloudFormation cannot delete a bucket that is not
+		// empty: deleted on a failed first create's rollback
+		// (RetainExceptOnCreate) or with the stack, it would leave the stack
+		// ROLLBACK_FAILED or DELETE_FAILED. Kept, its name generated, so a
+		// stack created again makes its own.
+		entry := resourceEntries(t, tpl, "AWS::S3::Bucket")[bucketName]
+		if entry["DeletionPolicy"] != "Retain" || bucket["BucketName"] != nil {
+			t.Errorf("bucket %s: DeletionPolicy %v, BucketName %v; want Retain (never deleted by CloudFormation: it is never empty) and a generated name", bucketName, entry["DeletionPolicy"], bucket["BucketName"])
+		}
 
 		enc, _ := bucket["BucketEncryption"].(map[string]any)
 		var sse []string
