@@ -18,5 +18,6 @@
 // the restore script against a stand-in for the AWS CLI (pitr_test.go); the
 // units against systemd-analyze and a real systemd (systemd_test.go,
 // systemd_boot_test.go); the rules and the dashboard against promtool and
-// the metrics the service serves (monitoring_test.go).
+// the metrics the service serves (monitoring_test.go); the cost table of
+// docs/operations.md, both queues at both traffic levels (cost_test.go).
 package deploy

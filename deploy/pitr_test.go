@@ -18,9 +18,10 @@ import (
 // as "aws" (a link on PATH), answering the AWS CLI calls the script makes
 // from a state file (FAKE_AWS_STATE) that each call reads and writes back.
 // It models what the script must get right with real DynamoDB: a restore,
-// a backup or a deletion takes some polls to finish (as many as the
-// scenario says: a large table's restore takes hours, longer than the AWS
-// CLI's waiters), a table cannot be backed up or deleted while not ACTIVE,
+// a backup, a deletion or a table update (UpdateTable is asynchronous)
+// takes some polls to finish (as many as the scenario says: a large
+// table's restore takes hours, longer than the AWS CLI's waiters), a table
+// cannot be backed up, updated or deleted while not ACTIVE,
 // nor deleted while protected, and a restore may fail. What the script
 // should never do (delete a table with no available backup of it and of
 // its restored copy) the fake records as a violation.
@@ -137,7 +138,7 @@ func (s *fakeState) call(args []string) (string, error) {
 		status := t.Status
 		if t.Polls > 0 {
 			t.Polls--
-		} else if t.Status == "CREATING" {
+		} else if t.Status == "CREATING" || t.Status == "UPDATING" {
 			t.Status = "ACTIVE"
 		} else if t.Status == "DELETING" {
 			delete(s.Tables, f["table-name"])
@@ -186,7 +187,12 @@ func (s *fakeState) call(args []string) (string, error) {
 		if t == nil {
 			return "", notFound(f["table-name"])
 		}
+		// UpdateTable is asynchronous: the table is UPDATING for a while.
+		if t.Status != "ACTIVE" {
+			return "", errors.New("(ResourceInUseException) the table is not ACTIVE")
+		}
 		t.Protected = f["deletion-protection-enabled"] == "true"
+		t.Status, t.Polls = "UPDATING", 1
 		return "{}", nil
 	case "dynamodb delete-table":
 		name := f["table-name"]
@@ -196,6 +202,9 @@ func (s *fakeState) call(args []string) (string, error) {
 		}
 		if t.Protected {
 			return "", errors.New("(ValidationException) deletion protection is enabled")
+		}
+		if t.Status != "ACTIVE" {
+			return "", errors.New("(ResourceInUseException) the table is " + t.Status)
 		}
 		if !strings.HasSuffix(name, "-restored") {
 			var liveSaved, copySaved bool

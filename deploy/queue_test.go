@@ -348,3 +348,55 @@ func TestBrokerUserFunctionMakesAnOrdinaryUser(t *testing.T) {
 		}
 	})
 }
+
+// TestTemplateBrokerUserFunctionReachesSecretsManager: the function behind
+// BrokerAppUser runs in PrivateSubnets and reads the broker's two secrets.
+// Whenever the Secrets Manager interface endpoint exists (Queue=rabbitmq,
+// CreateInterfaceEndpoints true or queue), its private DNS sends every
+// caller in the VPC to the endpoint, so the endpoint's security group must
+// let the function in on 443: refused, the function's call would hang until
+// the function times out without a reply, and the create would wait for the
+// custom resource. Its own group lets it out on 443.
+func TestTemplateBrokerUserFunctionReachesSecretsManager(t *testing.T) {
+	tpl := loadTemplate(t)
+	all := tpl["Resources"].(map[string]any)
+	conds := queueConditions("rabbitmq")
+	ep := asMap(all["SecretsManagerEndpoint"])
+	epProps := asMap(ep["Properties"])
+	if !conditionImplies(tpl, str(ep["Condition"]), "UseAmazonMQ") || epProps["PrivateDnsEnabled"] != true {
+		t.Fatalf("SecretsManagerEndpoint: Condition %v, PrivateDnsEnabled %v; the test expects the Amazon MQ stack's endpoint with private DNS", ep["Condition"], epProps["PrivateDnsEnabled"])
+	}
+	fn := asMap(asMap(all["BrokerUserFunction"])["Properties"])
+	var fnGroups []string
+	for _, g := range list(asMap(fn["VpcConfig"])["SecurityGroupIds"]) {
+		fnGroups = append(fnGroups, str(asMap(g)["Ref"]))
+	}
+	if len(fnGroups) == 0 {
+		t.Fatalf("BrokerUserFunction's VpcConfig names no security group: %v", fn["VpcConfig"])
+	}
+	https := func(rule map[string]any) bool {
+		from, _ := rule["FromPort"].(int)
+		to, _ := rule["ToPort"].(int)
+		return rule["IpProtocol"] == "tcp" && from <= 443 && 443 <= to
+	}
+	for _, g := range fnGroups {
+		out := false
+		for _, r := range list(resolveIf(asMap(asMap(all[g])["Properties"])["SecurityGroupEgress"], conds)) {
+			out = out || https(asMap(r)) && asMap(r)["CidrIp"] == "0.0.0.0/0"
+		}
+		if !out {
+			t.Errorf("%s (the function's group) does not let it out on 443", g)
+		}
+	}
+	for _, g := range list(epProps["SecurityGroupIds"]) {
+		name := str(asMap(g)["Ref"])
+		in := false
+		for _, r := range list(resolveIf(asMap(asMap(all[name])["Properties"])["SecurityGroupIngress"], conds)) {
+			rm := asMap(r)
+			in = in || https(rm) && slices.Contains(fnGroups, str(asMap(rm["SourceSecurityGroupId"])["Ref"]))
+		}
+		if !in {
+			t.Errorf("%s (the Secrets Manager endpoint's group) does not let the broker user function (%v) in on 443 with Queue=rabbitmq", name, fnGroups)
+		}
+	}
+}

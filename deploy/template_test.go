@@ -1338,6 +1338,16 @@ func TestTemplateLoadBalancerWritesAccessLogs(t *testing.T) {
 		if prefix == "" {
 			t.Errorf("%s: no access_logs.s3.prefix", name)
 		}
+		// The load balancer writes a test file into the bucket when logging
+		// is turned on, and CloudFormation cannot delete a bucket that is not
+		// empty: deleted on a failed first create's rollback
+		// (RetainExceptOnCreate) or with the stack, it would leave the stack
+		// ROLLBACK_FAILED or DELETE_FAILED. Kept, its name generated, so a
+		// stack created again makes its own.
+		entry := resourceEntries(t, tpl, "AWS::S3::Bucket")[bucketName]
+		if entry["DeletionPolicy"] != "Retain" || bucket["BucketName"] != nil {
+			t.Errorf("bucket %s: DeletionPolicy %v, BucketName %v; want Retain (never deleted by CloudFormation: it is never empty) and a generated name", bucketName, entry["DeletionPolicy"], bucket["BucketName"])
+		}
 
 		enc, _ := bucket["BucketEncryption"].(map[string]any)
 		var sse []string
@@ -1513,6 +1523,42 @@ func TestTemplateQueueAlarmsWatchTheRideQueuesNotTheDeadLetters(t *testing.T) {
 			p, ok := params[ref].(map[string]any)
 			if !ok || !strings.HasSuffix(ref, unit) || !strings.Contains(str(p["Description"]), strings.ToLower(unit)) {
 				t.Errorf("%s with Queue=%s: threshold %s; want a parameter named and described in %s", name, queue, th, strings.ToLower(unit))
+			}
+		}
+	}
+}
+
+// TestTemplateQueueAlarmsAreLabelledInTheirUnits: what a queue alarm
+// shows (its returned series' label, in the alarm's graph and its
+// notification) names the unit it reads: messages for the message counts
+// (neither SQS nor Amazon MQ sees the rides inside a message, so a label
+// saying rides would read the threshold wrong by up to --publish-batch
+// times), seconds for the oldest message's age.
+func TestTemplateQueueAlarmsAreLabelledInTheirUnits(t *testing.T) {
+	alarms := resources(t, loadTemplate(t), "AWS::CloudWatch::Alarm")
+	for _, queue := range []string{"sqs", "rabbitmq"} {
+		for _, name := range []string{"QueueDepthRisingAlarm", "ConsumerLagAlarm", "DeadLetterAlarm"} {
+			a := resolveIf(alarms[name], queueConditions(queue)).(map[string]any)
+			metrics, _ := alarmMetrics(a, queueConditions(queue))
+			unit := "messages"
+			for _, m := range metrics {
+				if m["MetricName"] == "ApproximateAgeOfOldestMessage" {
+					unit = "seconds"
+				}
+			}
+			var labels []string
+			for _, q := range list(a["Metrics"]) {
+				if qm := asMap(q); qm["ReturnData"] == true {
+					labels = append(labels, str(qm["Label"]))
+				}
+			}
+			if len(labels) != 1 {
+				t.Errorf("%s with Queue=%s returns %d series %q; want one, labelled", name, queue, len(labels), labels)
+				continue
+			}
+			label := labels[0]
+			if !strings.Contains(label, unit) || unit == "messages" && regexp.MustCompile(`\brides\b`).MatchString(label) {
+				t.Errorf("%s with Queue=%s is labelled %q; it reads %s, so want a label in %s (not rides)", name, queue, label, unit, unit)
 			}
 		}
 	}

@@ -194,6 +194,8 @@ for i in "${!LIVE[@]}"; do
   [[ $bad == arn:* && $good == arn:* ]] || die "no backup of $tbl ('$bad') or of its copy ('$good'); nothing deleted"
   say "$tbl as it was: $bad"
   aws dynamodb update-table --table-name "$tbl" --no-deletion-protection-enabled >/dev/null
+  # UpdateTable is asynchronous: DeleteTable refuses a table still UPDATING.
+  wait_active "$tbl"
   aws dynamodb delete-table --table-name "$tbl" >/dev/null
   wait_gone "$tbl"
   aws dynamodb restore-table-from-backup --target-table-name "$tbl" --backup-arn "$good" >/dev/null
@@ -205,6 +207,7 @@ for i in "${!LIVE[@]}"; do
     --point-in-time-recovery-specification PointInTimeRecoveryEnabled=true >/dev/null
   if [ "$protected" = True ]; then
     aws dynamodb update-table --table-name "$tbl" --deletion-protection-enabled >/dev/null
+    wait_active "$tbl"
   fi
   aws dynamodb delete-table --table-name "$tbl-restored" >/dev/null
   say "$tbl restored to $T ($now items)"
