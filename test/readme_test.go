@@ -175,6 +175,15 @@ func tableRows(t *testing.T, doc, text, header string) [][]string {
 	return rows
 }
 
+// TestReadmeIsAFrontDoor: README.md stays at most 200 lines, what a
+// newcomer reads before a first success (what it is, quick start, modes,
+// tests, endpoints); the reference lives in docs/.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	if n := strings.Count(readReadme(t), "\n"); n > 200 {
+		t.Errorf("README.md has %d lines; keep it at most 200 and move the reference to docs/", n)
+	}
+}
+
 const flagTableHeader = "| flag | variable | default | meaning |"
 
 // TestFlagReferenceIsSkiapiHelp keeps docs/reference.md's flag table equal

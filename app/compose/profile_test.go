@@ -234,8 +234,9 @@ func TestInstanceRegionComesFromInstanceMetadata(t *testing.T) {
 }
 
 // TestInstanceRegionIsAnnouncedBeforeItAsks: off EC2 the question waits
-// for its timeout, so before asking the log says what it asks and which
-// settings avoid asking.
+// for its timeout, so before asking the log says what it asks, for how
+// long, and which settings avoid asking. The log is JSON, as the ec2
+// profile writes it, where the timeout reads "2s", not nanoseconds.
 func TestInstanceRegionIsAnnouncedBeforeItAsks(t *testing.T) {
 	var logged strings.Builder
 	announced := make(chan struct{})
@@ -243,7 +244,7 @@ func TestInstanceRegionIsAnnouncedBeforeItAsks(t *testing.T) {
 	log := newLoggerTo(writerFunc(func(p []byte) (int, error) {
 		once.Do(func() { close(announced) })
 		return logged.Write(p)
-	}), Config{LogFormat: "text", LogLevel: "info"})
+	}), Config{LogFormat: "json", LogLevel: "info"})
 	var asked atomic.Int32
 	t.Setenv(envIMDSEndpoint, fakeIMDS(t, "eu-north-1", func(r *http.Request) {
 		asked.Add(1)
@@ -259,7 +260,7 @@ func TestInstanceRegionIsAnnouncedBeforeItAsks(t *testing.T) {
 	if asked.Load() == 0 {
 		t.Fatal("the metadata service was not asked")
 	}
-	for _, want := range []string{"instance metadata", "AWS_REGION", "--dynamo-region", "timeout=" + imdsTimeout.String()} {
+	for _, want := range []string{"instance metadata", "AWS_REGION", "--dynamo-region", `"timeout":"` + imdsTimeout.String() + `"`} {
 		if !strings.Contains(logged.String(), want) {
 			t.Errorf("log %q does not say %q", logged.String(), want)
 		}

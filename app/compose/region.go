@@ -33,7 +33,7 @@ func instanceRegion(ctx context.Context, log *slog.Logger) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, imdsTimeout)
 	defer cancel()
 	log.Info("no region set: asking the EC2 instance metadata service for it; set AWS_REGION or --dynamo-region to skip this",
-		"timeout", imdsTimeout)
+		"timeout", imdsTimeout.String())
 	client := imds.New(imds.Options{Endpoint: os.Getenv(envIMDSEndpoint)})
 	out, err := client.GetRegion(ctx, nil)
 	if err == nil && out.Region == "" {
