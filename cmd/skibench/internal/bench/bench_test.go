@@ -19,6 +19,7 @@ import (
 	"github.com/skidata/skidata/test/apitest"
 	"github.com/skidata/skidata/test/dynamotest"
 	"github.com/skidata/skidata/test/needs"
+	"github.com/skidata/skidata/test/pgtest"
 )
 
 func TestPercentileIsNearestRank(t *testing.T) {
@@ -317,5 +318,69 @@ func TestEveryRegisteredStoreHasATarget(t *testing.T) {
 	}
 	if len(StoreNames) < 3 {
 		t.Errorf("StoreNames = %v; want the registry's stores", StoreNames)
+	}
+}
+
+// analyzedAtFirstQuery records, on the first UniqueSkiers call, whether
+// PostgreSQL holds a manual ANALYZE of the run's rides table
+// (pg_stat_user_tables.last_analyze; autovacuum's is last_autoanalyze).
+type analyzedAtFirstQuery struct {
+	ports.RideStore
+	t        *testing.T
+	schema   string
+	asked    bool
+	analyzed bool
+}
+
+func (a *analyzedAtFirstQuery) UniqueSkiers(ctx context.Context, r domain.ResortID, s domain.Season, d domain.Day) (int, error) {
+	if !a.asked {
+		a.asked = true
+		err := pgtest.Admin(a.t).QueryRow(ctx, `SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'rides'`,
+			a.schema).Scan(&a.analyzed)
+		if err != nil {
+			a.t.Errorf("read pg_stat_user_tables for %s.rides: %v", a.schema, err)
+		}
+	}
+	return a.RideStore.UniqueSkiers(ctx, r, s, d)
+}
+
+// TestPostgresRidesAreAnalyzedBeforeTheFirstQuery: a deployment's
+// autovacuum analyzes a freshly loaded table before long, so skibench
+// times its queries against analyzed tables, not against plans made
+// without statistics.
+func TestPostgresRidesAreAnalyzedBeforeTheFirstQuery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := &Env{DatabaseURL: pgtest.URL(t), RunID: "analyze_" + NewRunID()}
+	target, err := OpenTarget(ctx, env, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := target.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	probe := &analyzedAtFirstQuery{RideStore: target.Store, t: t, schema: "skibench_" + env.RunID}
+	target.Store = probe
+	ds := DefaultDataSet()
+	ds.Rides = 500
+	rides, _ := ds.Generate()
+	var queries []Query
+	for _, q := range ds.Queries(rides, 3) {
+		if q.Kind == KindUniqueSkiers {
+			queries = append(queries, q)
+		}
+	}
+	want, err := Reference(ctx, memory.NewRideStore(), rides, queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, target, rides, queries, want, LoadOptions{BatchSize: 100, Writers: 2})
+	if err != nil || res.Mismatches != 0 {
+		t.Fatalf("Run: %v, %d mismatches", err, res.Mismatches)
+	}
+	if !probe.asked || !probe.analyzed {
+		t.Errorf("at the first query (asked: %v) %s.rides had no ANALYZE; want it analyzed after the load, as autovacuum would have", probe.asked, probe.schema)
 	}
 }

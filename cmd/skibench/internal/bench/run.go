@@ -32,6 +32,12 @@ type Target struct {
 	// DynamoDB store's tables and indexes (its proxy's); nil for the
 	// others. dynalite bills no index writes; the proxy does.
 	Partitions func() []dynamosim.PartitionUsage
+	// Settle, when set, runs after the load and before the queries: it
+	// brings the store to the state a deployment's background work keeps
+	// it in, so that the queries are timed as a deployment would answer
+	// them, not as a freshly loaded store would. Its time and CPU count
+	// in neither the load's figures nor the queries'.
+	Settle func(ctx context.Context) error
 	// Close releases the store (drops the schema or tables unless kept).
 	Close func(ctx context.Context) error
 	// ServerProcess names the server's processes on this machine
@@ -208,6 +214,12 @@ func Run(ctx context.Context, t *Target, rides []domain.LiftRide, queries []Quer
 	res.WriteSeconds = elapsed.Seconds()
 	res.RidesPerSec = float64(len(rides)) / elapsed.Seconds()
 	res.WriteCalls = calls
+	if t.Settle != nil {
+		if err := t.Settle(ctx); err != nil {
+			return res, fmt.Errorf("%s: settle after the load: %w", t.Name, err)
+		}
+		server1, _ = processCPU(t.ServerProcess)
+	}
 
 	perKind := map[string][]time.Duration{}
 	for i, q := range queries {
