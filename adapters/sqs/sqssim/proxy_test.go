@@ -66,12 +66,11 @@ func noRetries(endpoint string) *sqs.Client {
 	return sqs.New(sqssim.Client(endpoint).Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 }
 
-// TestExtendingAVisibilityTimeoutThatHasEndedIsRefused: SQS refuses to
-// change the visibility of a message whose timeout has ended
-// (MessageNotInflight); fauxqs, which returns such a message to the queue
-// only at its next receive, would extend it. The proxy refuses it, alone
-// or in a batch.
-func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
+// strictAndAlone runs check on the strict proxy, which must refuse
+// (refused true) what SQS refuses, and on fauxqs alone, which takes it
+// (refused false: were fauxqs to refuse it too, the strict layer would no
+// longer be needed).
+func strictAndAlone(t *testing.T, check func(t *testing.T, endpoint string, refused bool)) {
 	for _, via := range []struct {
 		what     string
 		endpoint string
@@ -80,32 +79,41 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 		{"the strict proxy", sqstest.Endpoint(t), true},
 		{"fauxqs alone", sqstest.Upstream(t), false},
 	} {
-		t.Run(via.what, func(t *testing.T) {
-			c := sqssim.Client(via.endpoint)
-			url := newQueue(t, c, nil)
-			send(t, c, url, 2)
-			msgs, err := receive(t, c, url, 2, 0, 1)
-			if err != nil || len(msgs) != 2 {
-				t.Fatalf("receive = %d messages, %v; want 2", len(msgs), err)
-			}
-			received := time.Now()
-			if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 1}); err != nil {
-				t.Fatalf("extension within the timeout: %v", err)
-			}
-			time.Sleep(time.Until(received.Add(2500 * time.Millisecond))) // both timeouts end: the condition under test
-			_, err = c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 30})
-			batch, berr := c.ChangeMessageVisibilityBatch(sqstest.Context(t), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: 30}}})
-			if berr != nil {
-				t.Fatalf("ChangeMessageVisibilityBatch: %v", berr)
-			}
-			switch {
-			case via.refused && (errorCode(err) != "MessageNotInflight" || len(batch.Failed) != 1 || aws.ToString(batch.Failed[0].Code) != "MessageNotInflight"):
-				t.Errorf("extensions after the timeout: %v, failed entries %+v; want both refused, MessageNotInflight", err, batch.Failed)
-			case !via.refused && (err != nil || len(batch.Failed) != 0):
-				t.Errorf("fauxqs alone refused a late extension (%v, %+v): the strict layer may no longer be needed", err, batch.Failed)
-			}
-		})
+		t.Run(via.what, func(t *testing.T) { check(t, via.endpoint, via.refused) })
 	}
+}
+
+// TestExtendingAVisibilityTimeoutThatHasEndedIsRefused: SQS refuses to
+// change the visibility of a message whose timeout has ended
+// (MessageNotInflight); fauxqs, which returns such a message to the queue
+// only at its next receive, would extend it. The proxy refuses it, alone
+// or in a batch.
+func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
+	strictAndAlone(t, func(t *testing.T, endpoint string, refused bool) {
+		c := sqssim.Client(endpoint)
+		url := newQueue(t, c, nil)
+		send(t, c, url, 2)
+		msgs, err := receive(t, c, url, 2, 0, 1)
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("receive = %d messages, %v; want 2", len(msgs), err)
+		}
+		received := time.Now()
+		if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 1}); err != nil {
+			t.Fatalf("extension within the timeout: %v", err)
+		}
+		time.Sleep(time.Until(received.Add(2500 * time.Millisecond))) // both timeouts end: the condition under test
+		_, err = c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 30})
+		batch, berr := c.ChangeMessageVisibilityBatch(sqstest.Context(t), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: 30}}})
+		if berr != nil {
+			t.Fatalf("ChangeMessageVisibilityBatch: %v", berr)
+		}
+		switch {
+		case refused && (errorCode(err) != "MessageNotInflight" || len(batch.Failed) != 1 || aws.ToString(batch.Failed[0].Code) != "MessageNotInflight"):
+			t.Errorf("extensions after the timeout: %v, failed entries %+v; want both refused, MessageNotInflight", err, batch.Failed)
+		case !refused && (err != nil || len(batch.Failed) != 0):
+			t.Errorf("fauxqs alone refused a late extension (%v, %+v): the strict layer may no longer be needed", err, batch.Failed)
+		}
+	})
 }
 
 // TestVisibilityPastTwelveHoursSinceTheReceiveIsRefused: SQS caps a
@@ -115,39 +123,30 @@ func TestExtendingAVisibilityTimeoutThatHasEndedIsRefused(t *testing.T) {
 // batch, and takes one within it.
 func TestVisibilityPastTwelveHoursSinceTheReceiveIsRefused(t *testing.T) {
 	const twelveHours = 43_200 // seconds, also each call's own maximum
-	for _, via := range []struct {
-		what     string
-		endpoint string
-		refused  bool
-	}{
-		{"the strict proxy", sqstest.Endpoint(t), true},
-		{"fauxqs alone", sqstest.Upstream(t), false},
-	} {
-		t.Run(via.what, func(t *testing.T) {
-			c := noRetries(via.endpoint)
-			url := newQueue(t, c, nil)
-			send(t, c, url, 2)
-			msgs, err := receive(t, c, url, 2, 0, 30)
-			if err != nil || len(msgs) != 2 {
-				t.Fatalf("receive = %d messages, %v; want 2", len(msgs), err)
-			}
-			if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours - 60}); err != nil {
-				t.Fatalf("an extension ending within 12 hours of the receive: %v", err)
-			}
-			// The receive was a moment ago, so 12 hours from now ends past the cap.
-			_, err = c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours})
-			batch, berr := c.ChangeMessageVisibilityBatch(sqstest.Context(t), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: twelveHours}}})
-			if berr != nil {
-				t.Fatalf("ChangeMessageVisibilityBatch: %v", berr)
-			}
-			switch {
-			case via.refused && (errorCode(err) != "InvalidParameterValue" || len(batch.Failed) != 1 || aws.ToString(batch.Failed[0].Code) != "InvalidParameterValue"):
-				t.Errorf("extensions past 12 hours since the receive: %v, failed entries %+v; want both refused, InvalidParameterValue", err, batch.Failed)
-			case !via.refused && (err != nil || len(batch.Failed) != 0):
-				t.Errorf("fauxqs alone refused an extension past 12 hours (%v, %+v): the strict layer may no longer be needed", err, batch.Failed)
-			}
-		})
-	}
+	strictAndAlone(t, func(t *testing.T, endpoint string, refused bool) {
+		c := noRetries(endpoint)
+		url := newQueue(t, c, nil)
+		send(t, c, url, 2)
+		msgs, err := receive(t, c, url, 2, 0, 30)
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("receive = %d messages, %v; want 2", len(msgs), err)
+		}
+		if _, err := c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours - 60}); err != nil {
+			t.Fatalf("an extension ending within 12 hours of the receive: %v", err)
+		}
+		// The receive was a moment ago, so 12 hours from now ends past the cap.
+		_, err = c.ChangeMessageVisibility(sqstest.Context(t), &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: twelveHours})
+		batch, berr := c.ChangeMessageVisibilityBatch(sqstest.Context(t), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: twelveHours}}})
+		if berr != nil {
+			t.Fatalf("ChangeMessageVisibilityBatch: %v", berr)
+		}
+		switch {
+		case refused && (errorCode(err) != "InvalidParameterValue" || len(batch.Failed) != 1 || aws.ToString(batch.Failed[0].Code) != "InvalidParameterValue"):
+			t.Errorf("extensions past 12 hours since the receive: %v, failed entries %+v; want both refused, InvalidParameterValue", err, batch.Failed)
+		case !refused && (err != nil || len(batch.Failed) != 0):
+			t.Errorf("fauxqs alone refused an extension past 12 hours (%v, %+v): the strict layer may no longer be needed", err, batch.Failed)
+		}
+	})
 }
 
 // TestInFlightLimit: at the limit a short poll is refused (OverLimit) and
